@@ -1,0 +1,45 @@
+// cost_model: alpha-beta stage times (see cost_model.h).
+#include "cost_model.h"
+
+namespace themis {
+
+const char *phase_name(Phase p) { return p == Phase::ReduceScatter ? "RS" : "AG"; }
+
+double stage_larger_side(const Dimension &dim, Phase phase, double input_bytes) {
+    return phase == Phase::ReduceScatter ? input_bytes : input_bytes * dim.peers;
+}
+
+double stage_output_bytes(const Dimension &dim, Phase phase, double input_bytes) {
+    return phase == Phase::ReduceScatter ? input_bytes / dim.peers : input_bytes * dim.peers;
+}
+
+double stage_bytes_sent(const Dimension &dim, Phase phase, double input_bytes) {
+    const double n = dim.peers;
+    return stage_larger_side(dim, phase, input_bytes) * (n - 1) / n;
+}
+
+int stage_steps(const Dimension &dim) {
+    if (dim.peers <= 1) return 0;
+    switch (dim.algorithm) {
+    case Algorithm::Ring: return dim.peers - 1;
+    case Algorithm::Direct: return 1;
+    case Algorithm::HalvingDoubling: {
+        int steps = 0;
+        for (int n = dim.peers; n > 1; n >>= 1) ++steps;
+        return steps;
+    }
+    }
+    return dim.peers - 1;
+}
+
+double stage_latency(const Dimension &dim) { return stage_steps(dim) * dim.latency; }
+
+double stage_bandwidth_time(const Dimension &dim, Phase phase, double input_bytes) {
+    return stage_bytes_sent(dim, phase, input_bytes) / dim.bandwidth;
+}
+
+double stage_time(const Dimension &dim, Phase phase, double input_bytes) {
+    return stage_latency(dim) + stage_bandwidth_time(dim, phase, input_bytes);
+}
+
+} // namespace themis

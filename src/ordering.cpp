@@ -1,0 +1,170 @@
+// ordering: deterministic event simulation of a schedule (see ordering.h).
+#include "ordering.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace themis {
+
+const char *intra_policy_name(IntraPolicy p) { return p == IntraPolicy::Fifo ? "fifo" : "scf"; }
+
+namespace {
+
+struct Ready {
+    StageRef ref;
+    long seq;   // arrival order
+    double key; // SCF key: the stage's larger side
+    size_t run; // index into Ordering::runs
+};
+
+struct Running {
+    size_t run; // index into Ordering::runs
+    double latency_left;
+    double bytes_left;
+};
+
+class Simulation {
+  public:
+    Simulation(const Topology &topo, const std::vector<ChunkSchedule> &chunks,
+               const OrderingParams &params)
+        : topo_(topo), chunks_(chunks), params_(params), queue_(topo.num_dims()),
+          running_(topo.num_dims()) {
+        out_.dim_order.resize(topo.num_dims());
+        out_.busy.assign(topo.num_dims(), 0.0);
+    }
+
+    Ordering run() {
+        for (int c = 0; c < static_cast<int>(chunks_.size()); ++c)
+            if (!chunks_[c].stages.empty()) make_ready({c, 0});
+        start_ready();
+        while (any_running()) advance();
+        out_.makespan = now_;
+        return std::move(out_);
+    }
+
+  private:
+    const Stage &stage(StageRef r) const { return chunks_[r.chunk].stages[r.stage]; }
+
+    void make_ready(StageRef r) {
+        const Stage &s = stage(r);
+        double key = std::max(s.input_bytes,
+                              stage_output_bytes(topo_.dim(s.dim), s.phase, s.input_bytes));
+        out_.runs.push_back({r, s.dim, now_, 0, 0});
+        queue_[s.dim].push_back({r, next_seq_++, key, out_.runs.size() - 1});
+    }
+
+    // Picks the next stage of a dimension's queue by the intra-dimension policy.
+    size_t pick(const std::vector<Ready> &q) const {
+        size_t best = 0;
+        for (size_t i = 1; i < q.size(); ++i) {
+            bool better = params_.intra == IntraPolicy::Fifo
+                              ? q[i].seq < q[best].seq
+                              : q[i].key < q[best].key ||
+                                    (q[i].key == q[best].key && q[i].seq > q[best].seq);
+            if (better) best = i;
+        }
+        return best;
+    }
+
+    void start_ready() {
+        for (int d = 0; d < topo_.num_dims(); ++d) {
+            auto &q = queue_[d];
+            while (!q.empty() && static_cast<int>(running_[d].size()) < params_.max_active) {
+                size_t i = pick(q);
+                Ready r = q[i];
+                q.erase(q.begin() + static_cast<long>(i));
+                const Stage &s = stage(r.ref);
+                const Dimension &dim = topo_.dim(d);
+                size_t run = r.run;
+                out_.runs[run].start = now_;
+                out_.dim_order[d].push_back(r.ref);
+                running_[d].push_back(
+                    {run, stage_latency(dim), stage_bytes_sent(dim, s.phase, s.input_bytes)});
+            }
+        }
+    }
+
+    bool any_running() const {
+        for (const auto &r : running_)
+            if (!r.empty()) return true;
+        return false;
+    }
+
+    // Bandwidth share of each stage moving bytes on dimension d.
+    double rate(int d) const {
+        int moving = 0;
+        for (const auto &r : running_[d])
+            if (r.latency_left <= 0) ++moving;
+        return moving ? topo_.dim(d).bandwidth / moving : 0;
+    }
+
+    static double time_left(const Running &r, double rate) {
+        return r.latency_left > 0 ? r.latency_left : r.bytes_left / rate;
+    }
+
+    // Moves time to the next event (a stage finishing its fixed delay or its bytes),
+    // completes what finished and starts what the queues allow.
+    void advance() {
+        const int nd = topo_.num_dims();
+        std::vector<double> rates(nd);
+        double dt = std::numeric_limits<double>::infinity();
+        for (int d = 0; d < nd; ++d) {
+            rates[d] = rate(d);
+            for (const auto &r : running_[d]) dt = std::min(dt, time_left(r, rates[d]));
+        }
+        std::vector<StageRef> finished;
+        for (int d = 0; d < nd; ++d) {
+            auto &running = running_[d];
+            if (!running.empty()) out_.busy[d] += dt;
+            for (auto &r : running) {
+                // The stages that define dt land exactly on zero, never a rounding residue.
+                bool at_event = time_left(r, rates[d]) <= dt;
+                if (r.latency_left > 0)
+                    r.latency_left = at_event ? 0 : r.latency_left - dt;
+                else
+                    r.bytes_left = at_event ? 0 : r.bytes_left - dt * rates[d];
+            }
+            for (size_t i = 0; i < running.size();) {
+                if (running[i].latency_left <= 0 && running[i].bytes_left <= 0) {
+                    out_.runs[running[i].run].end = now_ + dt;
+                    finished.push_back(out_.runs[running[i].run].ref);
+                    running.erase(running.begin() + static_cast<long>(i));
+                } else {
+                    ++i;
+                }
+            }
+        }
+        now_ += dt;
+        for (StageRef f : finished)
+            if (f.stage + 1 < static_cast<int>(chunks_[f.chunk].stages.size()))
+                make_ready({f.chunk, f.stage + 1});
+        start_ready();
+    }
+
+    const Topology &topo_;
+    const std::vector<ChunkSchedule> &chunks_;
+    OrderingParams params_;
+    std::vector<std::vector<Ready>> queue_;
+    std::vector<std::vector<Running>> running_;
+    Ordering out_;
+    double now_ = 0;
+    long next_seq_ = 0;
+};
+
+} // namespace
+
+Ordering simulate_schedule(const Topology &topo, const std::vector<ChunkSchedule> &chunks,
+                           const OrderingParams &params) {
+    OrderingParams p = params;
+    p.max_active = std::max(1, p.max_active);
+    return Simulation(topo, chunks, p).run();
+}
+
+double ideal_time(const Topology &topo, Collective coll, double bytes) {
+    double n = topo.size();
+    double phases = coll == Collective::AllReduce ? 2 : 1;
+    double bw = topo.total_bandwidth();
+    return bw > 0 ? phases * bytes * (1 - 1 / n) / bw : 0;
+}
+
+} // namespace themis

@@ -1,0 +1,59 @@
+// ordering: a deterministic event simulation of a schedule (paper Sec. 4.3 and 4.6).
+//
+// Every dimension keeps a queue of ready stages; a chunk's next stage becomes ready
+// when its previous stage completes. Up to K stages run at once per dimension: the
+// running stages share the dimension's bandwidth equally, while each pays its own
+// fixed delay (steps x latency, not shared) before it starts moving bytes.
+//
+//   FIFO  the stage that became ready first starts first
+//   SCF   Smallest Chunk First: the ready stage with the smallest larger side
+//         (max of input and output bytes) starts first; ties go to the newest
+//
+// The order in which each dimension starts its stages is the plan's issue order: at
+// run time every rank issues a dimension's stages strictly in that order, which keeps
+// all ranks of a dimension group in step whatever the timing (paper Sec. 4.6).
+// Same inputs, same result, bit for bit.
+#pragma once
+
+#include <vector>
+
+#include "scheduler.h"
+
+namespace themis {
+
+enum class IntraPolicy { Fifo, Scf };
+
+const char *intra_policy_name(IntraPolicy p);
+
+struct OrderingParams {
+    IntraPolicy intra = IntraPolicy::Scf;
+    int max_active = 1; // K: stages running at once per dimension
+};
+
+struct StageRef {
+    int chunk = 0;
+    int stage = 0; // index into ChunkSchedule::stages
+    bool operator==(const StageRef &o) const { return chunk == o.chunk && stage == o.stage; }
+};
+
+struct StageRun {
+    StageRef ref;
+    int dim = 0;
+    double ready = 0, start = 0, end = 0;
+};
+
+struct Ordering {
+    std::vector<std::vector<StageRef>> dim_order; // per dimension, in start order
+    std::vector<StageRun> runs;                   // every stage, in start order
+    double makespan = 0;                          // predicted completion time, seconds
+    std::vector<double> busy;                     // per dimension: time with a stage running
+};
+
+Ordering simulate_schedule(const Topology &topo, const std::vector<ChunkSchedule> &chunks,
+                           const OrderingParams &params);
+
+// T_ideal of the paper: every rank must send 2S(1-1/N) bytes for an All-Reduce (S(1-1/N)
+// for RS or AG alone) over the sum of its dimensions' bandwidths.
+double ideal_time(const Topology &topo, Collective coll, double bytes);
+
+} // namespace themis

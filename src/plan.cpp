@@ -1,0 +1,207 @@
+// plan: compile a schedule into this rank's per-dimension op lists (see plan.h).
+#include "plan.h"
+
+#include <algorithm>
+#include <sstream>
+
+namespace themis {
+
+uint64_t PlanOp::block_bytes(int j) const {
+    uint64_t sum = 0;
+    for (uint32_t i = block_begin[j]; i < block_begin[j + 1]; ++i) sum += ranges[i].length;
+    return sum;
+}
+
+uint64_t PlanOp::total_bytes() const {
+    uint64_t sum = 0;
+    for (const auto &r : ranges) sum += r.length;
+    return sum;
+}
+
+std::string Plan::describe() const {
+    std::ostringstream os;
+    for (size_t c = 0; c < schedule.size(); ++c) {
+        os << "chunk " << c << " (" << static_cast<uint64_t>(schedule[c].bytes) << " B):";
+        Phase last = Phase::AllGather;
+        bool first = true;
+        for (const Stage &s : schedule[c].stages) {
+            if (first || s.phase != last) os << ' ' << phase_name(s.phase) << ' ';
+            else os << ',';
+            os << s.dim;
+            last = s.phase;
+            first = false;
+        }
+        os << '\n';
+    }
+    return os.str();
+}
+
+namespace {
+
+// The k-th of `parts` nearly equal parts of `total` (the first total % parts get one more).
+uint64_t part_size(uint64_t total, uint64_t parts, uint64_t k) {
+    return total / parts + (k < total % parts ? 1 : 0);
+}
+uint64_t part_offset(uint64_t total, uint64_t parts, uint64_t k) {
+    return k * (total / parts) + std::min<uint64_t>(k, total % parts);
+}
+
+uint64_t total_elements(const PlanRequest &req) {
+    uint64_t sum = 0;
+    for (uint64_t c : req.block_counts) sum += c;
+    return sum;
+}
+
+// Elements of chunk k over the whole vector (All-Reduce) or over all blocks.
+uint64_t chunk_elements(const PlanRequest &req, int chunks, int k) {
+    if (req.collective == Collective::AllReduce)
+        return part_size(req.block_counts.at(0), chunks, k);
+    uint64_t sum = 0;
+    for (uint64_t c : req.block_counts) sum += part_size(c, chunks, k);
+    return sum;
+}
+
+// Mixed-radix position of `rank` with the chunk's RS order as digits, first most
+// significant: the blocks of every stage of the chunk are then contiguous.
+uint64_t rs_order_position(const Topology &topo, const std::vector<int> &order, int rank) {
+    uint64_t p = 0;
+    for (int d : order) p = p * topo.dim(d).peers + topo.coord(rank, d);
+    return p;
+}
+
+void coalesce(std::vector<ByteRange> &rs) {
+    std::sort(rs.begin(), rs.end(),
+              [](const ByteRange &a, const ByteRange &b) { return a.offset < b.offset; });
+    std::vector<ByteRange> out;
+    for (const auto &r : rs) {
+        if (r.length == 0) continue;
+        if (!out.empty() && out.back().offset + out.back().length == r.offset)
+            out.back().length += r.length;
+        else
+            out.push_back(r);
+    }
+    rs.swap(out);
+}
+
+// Calls fn(rank) for every rank equal to `base` on all dimensions but those in `free`.
+template <typename Fn>
+void for_each_rank(const Topology &topo, int base, const std::vector<int> &free, Fn fn) {
+    std::vector<int> digit(free.size(), 0);
+    for (int d : free) base = topo.with_coord(base, d, 0);
+    while (true) {
+        int r = base;
+        for (size_t i = 0; i < free.size(); ++i) r = topo.with_coord(r, free[i], digit[i]);
+        fn(r);
+        size_t i = 0;
+        while (i < free.size() && ++digit[i] == topo.dim(free[i]).peers) digit[i++] = 0;
+        if (i == free.size()) return;
+    }
+}
+
+// The dimensions whose coordinate is free inside one block of stage s of a chunk.
+std::vector<int> free_dims(const Topology &topo, const ChunkSchedule &chunk, int s) {
+    const Stage &stage = chunk.stages[s];
+    std::vector<bool> fixed(topo.num_dims(), false);
+    if (stage.phase == Phase::ReduceScatter) {
+        // Still in play: ranks that match me on the dimensions already reduced.
+        for (int i = 0; i < s; ++i) fixed[chunk.stages[i].dim] = true;
+        fixed[stage.dim] = true;
+    } else {
+        // Gathered so far: ranks that match me on the dimensions not gathered yet.
+        std::fill(fixed.begin(), fixed.end(), true);
+        for (int i = 0; i < s; ++i)
+            if (chunk.stages[i].phase == Phase::AllGather) fixed[chunk.stages[i].dim] = false;
+    }
+    std::vector<int> free;
+    for (int d = 0; d < topo.num_dims(); ++d)
+        if (!fixed[d] && topo.dim(d).peers > 1) free.push_back(d);
+    return free;
+}
+
+} // namespace
+
+int effective_chunks(const PlanRequest &req) {
+    uint64_t most = 0;
+    for (uint64_t c : req.block_counts) most = std::max(most, c);
+    return static_cast<int>(std::max<uint64_t>(1, std::min<uint64_t>(req.chunks, most)));
+}
+
+std::vector<std::vector<ByteRange>> piece_layout(const Topology &topo, const PlanRequest &req,
+                                                 const std::vector<ChunkSchedule> &schedule) {
+    const int chunks = static_cast<int>(schedule.size());
+    const int n = topo.size();
+    const uint64_t es = req.element_size;
+    std::vector<std::vector<ByteRange>> pieces(chunks, std::vector<ByteRange>(n));
+    if (req.collective == Collective::AllReduce) {
+        const uint64_t count = req.block_counts.at(0);
+        for (int k = 0; k < chunks; ++k) {
+            uint64_t start = part_offset(count, chunks, k), len = part_size(count, chunks, k);
+            std::vector<int> order = rs_order(schedule[k]);
+            for (int r = 0; r < n; ++r) {
+                uint64_t p = rs_order_position(topo, order, r);
+                pieces[k][r] = {(start + part_offset(len, n, p)) * es, part_size(len, n, p) * es};
+            }
+        }
+    } else {
+        uint64_t displ = 0;
+        for (int r = 0; r < n; ++r) {
+            const uint64_t count = req.block_counts.at(r);
+            for (int k = 0; k < chunks; ++k)
+                pieces[k][r] = {(displ + part_offset(count, chunks, k)) * es,
+                                part_size(count, chunks, k) * es};
+            displ += count;
+        }
+    }
+    return pieces;
+}
+
+Plan compile_plan(const Topology &topo, const PlanRequest &req) {
+    Plan plan;
+    plan.collective = req.collective;
+    plan.work_bytes = total_elements(req) * req.element_size;
+    plan.dim_queue.resize(topo.num_dims());
+    if (plan.work_bytes == 0) return plan;
+
+    const int chunks = effective_chunks(req);
+    std::vector<double> bytes(chunks);
+    for (int k = 0; k < chunks; ++k)
+        bytes[k] = static_cast<double>(chunk_elements(req, chunks, k) * req.element_size);
+    plan.schedule = schedule_chunks(topo, req.collective, bytes, req.scheduler);
+    Ordering order = simulate_schedule(topo, plan.schedule, req.ordering);
+    plan.predicted_time = order.makespan;
+    plan.busy = order.busy;
+
+    const auto pieces = piece_layout(topo, req, plan.schedule);
+    std::vector<int> first_op(chunks);
+    for (int k = 0; k < chunks; ++k) {
+        first_op[k] = static_cast<int>(plan.ops.size());
+        const ChunkSchedule &chunk = plan.schedule[k];
+        for (int s = 0; s < static_cast<int>(chunk.stages.size()); ++s) {
+            const Stage &stage = chunk.stages[s];
+            PlanOp op;
+            op.chunk = k;
+            op.stage = s;
+            op.dim = stage.dim;
+            op.phase = stage.phase;
+            op.my_block = topo.coord(req.rank, stage.dim);
+            op.previous = s ? static_cast<int>(plan.ops.size()) - 1 : -1;
+            const std::vector<int> free = free_dims(topo, chunk, s);
+            op.block_begin.push_back(0);
+            for (int j = 0; j < topo.dim(stage.dim).peers; ++j) {
+                std::vector<ByteRange> block;
+                for_each_rank(topo, topo.with_coord(req.rank, stage.dim, j), free,
+                              [&](int r) { block.push_back(pieces[k][r]); });
+                coalesce(block);
+                op.ranges.insert(op.ranges.end(), block.begin(), block.end());
+                op.block_begin.push_back(static_cast<uint32_t>(op.ranges.size()));
+            }
+            plan.ops.push_back(std::move(op));
+        }
+    }
+    for (int d = 0; d < topo.num_dims(); ++d)
+        for (const StageRef &ref : order.dim_order[d])
+            plan.dim_queue[d].push_back(first_op[ref.chunk] + ref.stage);
+    return plan;
+}
+
+} // namespace themis

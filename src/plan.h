@@ -1,0 +1,90 @@
+// plan: a schedule compiled for one rank, with byte ranges over the work buffer.
+//
+// Data layout. Every chunk is divided into N pieces, one per rank: the piece a rank
+// holds when the chunk's Reduce-Scatter stages are done (and contributes to its
+// All-Gather stages). A stage on dimension d splits the pieces still in play into
+// n_d blocks, block j holding the pieces of the ranks whose coordinate d is j:
+//
+//   RS stage: block j = pieces of ranks that match me on the dimensions already
+//             reduced and have coordinate d = j; afterwards my block (j = my
+//             coordinate) holds the sum over the dimension group.
+//   AG stage: block j = pieces of ranks that match me on the dimensions still to be
+//             gathered (other than d) and have coordinate d = j; before it I hold
+//             block (my coordinate), afterwards every block.
+//
+// Peers of a dimension group see the same blocks, so their stages match whatever
+// order the chunk visits the dimensions in, and a rank ends with exactly its own
+// pieces:
+//   All-Reduce      the vector is cut into chunks; inside a chunk the pieces are laid
+//                   out in the chunk's RS order (first dimension most significant), so
+//                   every block is one contiguous range.
+//   Reduce-Scatter  piece (chunk k, rank r) = the k-th part of the block MPI assigns to
+//   All-Gather      rank r (recvcounts), so rank r ends with exactly its MPI block.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ordering.h"
+#include "scheduler.h"
+
+namespace themis {
+
+struct ByteRange {
+    uint64_t offset = 0;
+    uint64_t length = 0;
+    bool operator==(const ByteRange &o) const { return offset == o.offset && length == o.length; }
+};
+
+struct PlanRequest {
+    Collective collective = Collective::AllReduce;
+    uint64_t element_size = 1;
+    // All-Reduce: {count}. Reduce-Scatter / All-Gather: elements of each rank's block.
+    std::vector<uint64_t> block_counts;
+    int chunks = 64;
+    SchedulerParams scheduler;
+    OrderingParams ordering;
+    int rank = 0;
+};
+
+// One stage of one chunk on one dimension, as this rank runs it.
+struct PlanOp {
+    int chunk = 0;
+    int stage = 0; // position in the chunk's stage list
+    int dim = 0;
+    Phase phase = Phase::ReduceScatter;
+    int my_block = 0;             // this rank's coordinate in dim
+    int previous = -1;            // index (in Plan::ops) of the chunk's previous stage
+    std::vector<ByteRange> ranges; // the blocks' ranges, block after block
+    std::vector<uint32_t> block_begin; // n_d + 1 offsets into ranges
+
+    int num_blocks() const { return static_cast<int>(block_begin.size()) - 1; }
+    uint64_t block_bytes(int j) const;
+    uint64_t total_bytes() const;
+};
+
+struct Plan {
+    Collective collective = Collective::AllReduce;
+    uint64_t work_bytes = 0; // size of the work buffer the ranges refer to
+    std::vector<PlanOp> ops; // grouped by chunk, stages in order
+    std::vector<std::vector<int>> dim_queue; // per dimension: op indices in issue order
+    std::vector<ChunkSchedule> schedule;
+    double predicted_time = 0; // seconds, from the ordering simulation
+    std::vector<double> busy;  // per dimension, seconds
+
+    // One line per chunk: "c0 RS 0,1 AG 1,0" (for verbose output).
+    std::string describe() const;
+};
+
+// Byte ranges of every rank's piece of every chunk: pieces[chunk][rank].
+std::vector<std::vector<ByteRange>> piece_layout(const Topology &topo, const PlanRequest &req,
+                                                 const std::vector<ChunkSchedule> &schedule);
+
+// Number of chunks actually used: the requested number, but no chunk without data.
+int effective_chunks(const PlanRequest &req);
+
+Plan compile_plan(const Topology &topo, const PlanRequest &req);
+
+} // namespace themis

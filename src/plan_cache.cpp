@@ -1,0 +1,77 @@
+// plan_cache: LRU cache of compiled plans (see plan_cache.h).
+#include "plan_cache.h"
+
+namespace themis {
+
+namespace {
+
+struct Hasher {
+    uint64_t h = 1469598103934665603ull; // FNV-1a
+    template <typename T> void add(const T &v) {
+        auto *b = reinterpret_cast<const unsigned char *>(&v);
+        for (size_t i = 0; i < sizeof v; ++i) h = (h ^ b[i]) * 1099511628211ull;
+    }
+};
+
+} // namespace
+
+uint64_t PlanCache::hash_of(const Topology &topo, const PlanRequest &req) {
+    Hasher h;
+    h.add(topo.fingerprint());
+    h.add(req.collective);
+    h.add(req.element_size);
+    for (uint64_t c : req.block_counts) h.add(c);
+    h.add(req.chunks);
+    h.add(req.scheduler.policy);
+    h.add(req.scheduler.load_model);
+    h.add(req.scheduler.threshold);
+    h.add(req.ordering.intra);
+    h.add(req.ordering.max_active);
+    h.add(req.rank);
+    return h.h;
+}
+
+bool PlanCache::same(const Entry &e, const Topology &topo, const PlanRequest &req) {
+    const PlanRequest &a = e.req;
+    return e.topo == topo && a.collective == req.collective &&
+           a.element_size == req.element_size && a.block_counts == req.block_counts &&
+           a.chunks == req.chunks && a.scheduler.policy == req.scheduler.policy &&
+           a.scheduler.load_model == req.scheduler.load_model &&
+           a.scheduler.threshold == req.scheduler.threshold &&
+           a.ordering.intra == req.ordering.intra &&
+           a.ordering.max_active == req.ordering.max_active && a.rank == req.rank;
+}
+
+std::shared_ptr<const Plan> PlanCache::get(const Topology &topo, const PlanRequest &req) {
+    const uint64_t h = hash_of(topo, req);
+    auto range = index_.equal_range(h);
+    for (auto it = range.first; it != range.second; ++it) {
+        if (same(*it->second, topo, req)) {
+            entries_.splice(entries_.begin(), entries_, it->second);
+            ++hits_;
+            return entries_.front().plan;
+        }
+    }
+    ++misses_;
+    auto plan = std::make_shared<const Plan>(compile_plan(topo, req));
+    entries_.push_front({h, topo, req, plan});
+    index_.emplace(h, entries_.begin());
+    if (entries_.size() > capacity_) {
+        auto last = std::prev(entries_.end());
+        auto r = index_.equal_range(last->hash);
+        for (auto it = r.first; it != r.second; ++it)
+            if (it->second == last) {
+                index_.erase(it);
+                break;
+            }
+        entries_.pop_back();
+    }
+    return plan;
+}
+
+void PlanCache::clear() {
+    entries_.clear();
+    index_.clear();
+}
+
+} // namespace themis

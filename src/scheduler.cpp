@@ -1,0 +1,149 @@
+// scheduler: Splitter, Dim Load Tracker and the baseline / Themis policies.
+#include "scheduler.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace themis {
+
+const char *collective_name(Collective c) {
+    switch (c) {
+    case Collective::AllReduce: return "allreduce";
+    case Collective::ReduceScatter: return "reduce_scatter";
+    case Collective::AllGather: return "allgather";
+    }
+    return "?";
+}
+
+const char *policy_name(Policy p) { return p == Policy::Baseline ? "baseline" : "themis"; }
+
+const char *load_model_name(LoadModel m) {
+    return m == LoadModel::Reference ? "reference" : "latency";
+}
+
+std::vector<double> split_bytes(double total, int chunks) {
+    if (chunks < 1) chunks = 1;
+    double each = total / chunks;
+    std::vector<double> out(chunks, each);
+    out.back() = total - each * (chunks - 1);
+    return out;
+}
+
+namespace {
+
+// Per-dimension load, in seconds of predicted work (paper Fig. 6 "Dim Load Tracker").
+class DimLoadTracker {
+  public:
+    DimLoadTracker(const Topology &topo, LoadModel model)
+        : topo_(topo), model_(model), load_(topo.num_dims(), 0.0) {}
+
+    double load(int d) const { return load_[d]; }
+
+    double stage_cost(int d, Phase phase, double input) const {
+        const Dimension &dim = topo_.dim(d);
+        double t = stage_bandwidth_time(dim, phase, input);
+        return model_ == LoadModel::Latency ? t + stage_latency(dim) : t;
+    }
+
+    void charge(int d, Phase phase, double input) { load_[d] += stage_cost(d, phase, input); }
+
+  private:
+    const Topology &topo_;
+    LoadModel model_;
+    std::vector<double> load_;
+};
+
+std::vector<int> active_dims(const Topology &topo) {
+    std::vector<int> dims;
+    for (int d = 0; d < topo.num_dims(); ++d)
+        if (topo.dim(d).peers > 1) dims.push_back(d);
+    return dims;
+}
+
+// Appends stages along `order`, tracking the chunk's size as it shrinks (RS) or grows (AG).
+double append_stages(const Topology &topo, Phase phase, const std::vector<int> &order,
+                     double input, std::vector<Stage> &out) {
+    for (int d : order) {
+        out.push_back({d, phase, input});
+        input = stage_output_bytes(topo.dim(d), phase, input);
+    }
+    return input;
+}
+
+// Themis's choice of dimension order for one chunk (Algorithm 1, lines 17-27).
+std::vector<int> themis_order(const Topology &topo, const DimLoadTracker &tracker,
+                              const std::vector<int> &baseline, bool most_loaded_first,
+                              double chunk_bytes, double threshold) {
+    std::vector<int> sorted = baseline;
+    std::stable_sort(sorted.begin(), sorted.end(), [&](int a, int b) {
+        return most_loaded_first ? tracker.load(a) > tracker.load(b)
+                                 : tracker.load(a) < tracker.load(b);
+    });
+    auto [lo, hi] = std::minmax_element(sorted.begin(), sorted.end(), [&](int a, int b) {
+        return tracker.load(a) < tracker.load(b);
+    });
+    // The load gap as bytes of an RS on the least-loaded dimension.
+    const Dimension &least = topo.dim(*lo);
+    double gap = tracker.load(*hi) - tracker.load(*lo);
+    double gap_bytes = gap * least.bandwidth * least.peers / (least.peers - 1);
+    if (gap_bytes < chunk_bytes * threshold) return baseline;
+    return sorted;
+}
+
+} // namespace
+
+std::vector<ChunkSchedule> schedule_chunks(const Topology &topo, Collective coll,
+                                           const std::vector<double> &chunk_bytes,
+                                           const SchedulerParams &params) {
+    const std::vector<int> ascending = active_dims(topo);
+    const std::vector<int> descending(ascending.rbegin(), ascending.rend());
+    const double n_total = topo.size();
+    DimLoadTracker tracker(topo, params.load_model);
+
+    std::vector<ChunkSchedule> out;
+    out.reserve(chunk_bytes.size());
+    for (double bytes : chunk_bytes) {
+        ChunkSchedule chunk;
+        chunk.bytes = bytes;
+        const bool themis = params.policy == Policy::Themis && !ascending.empty();
+        if (coll == Collective::AllGather) {
+            // A standalone AG starts from this rank's 1/N share; most loaded first.
+            std::vector<int> order =
+                themis ? themis_order(topo, tracker, descending, true, bytes, params.threshold)
+                       : descending;
+            append_stages(topo, Phase::AllGather, order, bytes / n_total, chunk.stages);
+        } else {
+            std::vector<int> order =
+                themis ? themis_order(topo, tracker, ascending, false, bytes, params.threshold)
+                       : ascending;
+            double reduced = append_stages(topo, Phase::ReduceScatter, order, bytes, chunk.stages);
+            if (coll == Collective::AllReduce)
+                append_stages(topo, Phase::AllGather,
+                              std::vector<int>(order.rbegin(), order.rend()), reduced,
+                              chunk.stages);
+        }
+        // The tracker charges RS stages (an All-Reduce's AG half mirrors them) or, for a
+        // standalone AG, its AG stages.
+        for (const Stage &s : chunk.stages)
+            if (coll == Collective::AllGather || s.phase == Phase::ReduceScatter)
+                tracker.charge(s.dim, s.phase, s.input_bytes);
+        out.push_back(std::move(chunk));
+    }
+    return out;
+}
+
+std::vector<int> rs_order(const ChunkSchedule &c) {
+    std::vector<int> o;
+    for (const Stage &s : c.stages)
+        if (s.phase == Phase::ReduceScatter) o.push_back(s.dim);
+    return o;
+}
+
+std::vector<int> ag_order(const ChunkSchedule &c) {
+    std::vector<int> o;
+    for (const Stage &s : c.stages)
+        if (s.phase == Phase::AllGather) o.push_back(s.dim);
+    return o;
+}
+
+} // namespace themis

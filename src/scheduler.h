@@ -1,0 +1,71 @@
+// scheduler: the Themis paper's Splitter, Dim Load Tracker and chunk scheduler
+// (Algorithm 1), and the fixed hierarchical baseline it is compared with.
+//
+// A collective of S bytes is split into chunks. Every chunk gets its own order of
+// dimensions for its Reduce-Scatter (RS) stages and All-Gather (AG) stages:
+//
+//   baseline  RS on dim 0, 1, ..., D-1, then AG on D-1, ..., 0 (standalone RS:
+//             ascending; standalone AG: descending)
+//   themis    greedily, least-loaded dimension first, from a per-dimension load
+//             tracker fed by the load model; when the loads are within a threshold of
+//             each other the chunk takes the baseline order (so the first chunk
+//             always does). For All-Reduce the AG order is the reverse of the RS order.
+//
+// Dimensions with a single peer take no stage. The result depends only on the
+// arguments, so every rank computes the same schedule.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "cost_model.h"
+#include "topology.h"
+
+namespace themis {
+
+enum class Collective { AllReduce, ReduceScatter, AllGather };
+enum class Policy { Baseline, Themis };
+// What the Dim Load Tracker charges for a stage placed on a dimension:
+//   reference  bandwidth time only, All-Reduce charged as its RS half (the paper's
+//              reference implementation)
+//   latency    bandwidth time plus the stage's fixed delay (steps x step latency,
+//              paper Sec. 4.4), paid by every chunk stage
+enum class LoadModel { Reference, Latency };
+
+const char *collective_name(Collective c);
+const char *policy_name(Policy p);
+const char *load_model_name(LoadModel m);
+
+struct SchedulerParams {
+    Policy policy = Policy::Themis;
+    LoadModel load_model = LoadModel::Latency;
+    // A chunk takes the baseline order when the load gap, expressed as bytes of an RS
+    // on the least-loaded dimension, is below chunk size x threshold.
+    double threshold = 1.0 / 16;
+};
+
+struct Stage {
+    int dim = 0;
+    Phase phase = Phase::ReduceScatter;
+    double input_bytes = 0; // this rank's bytes of the chunk entering the stage
+};
+
+struct ChunkSchedule {
+    // The chunk's size: for All-Reduce its share of the vector, for RS its input
+    // summed over all ranks' blocks, for AG its output summed over all ranks.
+    double bytes = 0;
+    std::vector<Stage> stages; // in execution order: RS stages, then AG stages
+};
+
+// Splitter: `chunks` pieces of total/chunks bytes, the last taking the remainder.
+std::vector<double> split_bytes(double total, int chunks);
+
+std::vector<ChunkSchedule> schedule_chunks(const Topology &topo, Collective coll,
+                                           const std::vector<double> &chunk_bytes,
+                                           const SchedulerParams &params);
+
+// The dimension orders of one chunk (the order its RS stages, and its AG stages, visit).
+std::vector<int> rs_order(const ChunkSchedule &c);
+std::vector<int> ag_order(const ChunkSchedule &c);
+
+} // namespace themis

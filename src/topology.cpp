@@ -1,0 +1,305 @@
+// topology: dimensions, rank <-> coordinates, and the user spec parser.
+#include "topology.h"
+
+#include <cctype>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+namespace themis {
+
+const char *algorithm_name(Algorithm a) {
+    switch (a) {
+    case Algorithm::Ring: return "ring";
+    case Algorithm::HalvingDoubling: return "hd";
+    case Algorithm::Direct: return "direct";
+    }
+    return "?";
+}
+
+Topology::Topology(std::vector<Dimension> dims) : dims_(std::move(dims)) {
+    stride_.resize(dims_.size());
+    size_ = 1;
+    for (size_t d = 0; d < dims_.size(); ++d) {
+        stride_[d] = size_;
+        size_ *= dims_[d].peers;
+    }
+}
+
+std::vector<int> Topology::coords(int rank) const {
+    std::vector<int> c(dims_.size());
+    for (size_t d = 0; d < dims_.size(); ++d) c[d] = coord(rank, static_cast<int>(d));
+    return c;
+}
+
+int Topology::coord(int rank, int d) const { return (rank / stride_[d]) % dims_[d].peers; }
+
+int Topology::rank_of(const std::vector<int> &c) const {
+    int r = 0;
+    for (size_t d = 0; d < dims_.size(); ++d) r += c[d] * stride_[d];
+    return r;
+}
+
+int Topology::with_coord(int rank, int d, int value) const {
+    return rank + (value - coord(rank, d)) * stride_[d];
+}
+
+double Topology::total_bandwidth() const {
+    double sum = 0;
+    for (const auto &dim : dims_)
+        if (dim.peers > 1) sum += dim.bandwidth;
+    return sum;
+}
+
+Topology Topology::without_latency() const {
+    auto dims = dims_;
+    for (auto &d : dims) d.latency = 0;
+    return Topology(dims);
+}
+
+namespace {
+
+// Shortest decimal text that reads back to exactly the same double.
+std::string exact(double v) {
+    char buf[64];
+    for (int prec = 6; prec <= 17; ++prec) {
+        snprintf(buf, sizeof buf, "%.*g", prec, v);
+        if (strtod(buf, nullptr) == v) break;
+    }
+    return buf;
+}
+
+} // namespace
+
+std::string Topology::to_spec() const {
+    std::ostringstream peers, bw, lat, alg;
+    for (size_t d = 0; d < dims_.size(); ++d) {
+        const char *sep = d ? "," : "";
+        peers << (d ? "x" : "") << dims_[d].peers;
+        bw << sep << exact(dims_[d].bandwidth) << "B/s";
+        lat << sep << exact(dims_[d].latency) << "s";
+        alg << sep << algorithm_name(dims_[d].algorithm);
+    }
+    return peers.str() + ":bw=" + bw.str() + ":lat=" + lat.str() + ":alg=" + alg.str();
+}
+
+uint64_t Topology::fingerprint() const {
+    // FNV-1a over the exact bits of every field.
+    uint64_t h = 1469598103934665603ull;
+    auto mix = [&h](const void *p, size_t n) {
+        auto *b = static_cast<const unsigned char *>(p);
+        for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+    };
+    for (const auto &d : dims_) {
+        mix(&d.peers, sizeof d.peers);
+        mix(&d.bandwidth, sizeof d.bandwidth);
+        mix(&d.latency, sizeof d.latency);
+        int a = static_cast<int>(d.algorithm);
+        mix(&a, sizeof a);
+    }
+    return h;
+}
+
+bool Topology::operator==(const Topology &o) const {
+    if (dims_.size() != o.dims_.size()) return false;
+    for (size_t d = 0; d < dims_.size(); ++d) {
+        const auto &a = dims_[d], &b = o.dims_[d];
+        if (a.peers != b.peers || a.bandwidth != b.bandwidth || a.latency != b.latency ||
+            a.algorithm != b.algorithm)
+            return false;
+    }
+    return true;
+}
+
+// ---------------------------------------------------------------------------------------
+// Spec parsing
+
+namespace {
+
+std::vector<std::string> split(const std::string &s, char sep) {
+    std::vector<std::string> out;
+    std::string cur;
+    for (char c : s) {
+        if (c == sep) {
+            out.push_back(cur);
+            cur.clear();
+        } else {
+            cur += c;
+        }
+    }
+    out.push_back(cur);
+    return out;
+}
+
+std::string trim(const std::string &s) {
+    size_t b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t");
+    return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
+}
+
+std::string lower(std::string s) {
+    for (auto &c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+}
+
+// Splits "12.5Gbps" into the number and the unit; throws if there is no number.
+std::pair<double, std::string> number_and_unit(const std::string &text, const char *what) {
+    std::string t = trim(text);
+    const char *begin = t.c_str();
+    char *end = nullptr;
+    double v = strtod(begin, &end);
+    if (end == begin || t.empty())
+        throw SpecError(std::string(what) + ": expected a number with an optional unit, got \"" +
+                        text + "\"");
+    if (!std::isfinite(v) || v < 0)
+        throw SpecError(std::string(what) + ": expected a finite non-negative number, got \"" +
+                        text + "\"");
+    return {v, lower(trim(end))};
+}
+
+struct Unit {
+    const char *name;
+    double factor;
+};
+
+double scaled(const std::string &text, const char *what, const Unit *units, size_t n,
+              const char *valid) {
+    auto [v, unit] = number_and_unit(text, what);
+    for (size_t i = 0; i < n; ++i)
+        if (unit == units[i].name) return v * units[i].factor;
+    throw SpecError(std::string(what) + ": unknown unit \"" + unit + "\" in \"" + text +
+                    "\" (valid: " + valid + ")");
+}
+
+int parse_peers(const std::string &text, int dim) {
+    std::string t = trim(text);
+    std::string field = "dimension " + std::to_string(dim) + " peers";
+    if (t.empty() || t.find_first_not_of("0123456789") != std::string::npos)
+        throw SpecError(field + ": expected a whole number >= 1, got \"" + text + "\"");
+    long v = t.size() > 9 ? -1 : std::stol(t);
+    if (v < 1 || v > (1 << 24))
+        throw SpecError(field + ": expected a whole number from 1 to 16777216, got \"" + text +
+                        "\"");
+    return static_cast<int>(v);
+}
+
+// A per-dimension LIST: one value per dimension, or one value for all.
+std::vector<std::string> per_dim_list(const std::string &key, const std::string &value, int ndims) {
+    auto items = split(value, ',');
+    if (items.size() == 1) return std::vector<std::string>(ndims, items[0]);
+    if (static_cast<int>(items.size()) != ndims)
+        throw SpecError("'" + key + "': expected 1 or " + std::to_string(ndims) +
+                        " comma-separated values (one per dimension), got " +
+                        std::to_string(items.size()));
+    return items;
+}
+
+} // namespace
+
+double parse_bandwidth(const std::string &text) {
+    static const Unit units[] = {
+        {"", 1e9 / 8},     {"bps", 1.0 / 8}, {"kbps", 1e3 / 8}, {"mbps", 1e6 / 8},
+        {"gbps", 1e9 / 8}, {"tbps", 1e12 / 8}, {"mbit", 1e6 / 8}, {"gbit", 1e9 / 8},
+        {"b/s", 1},        {"kb/s", 1e3},     {"mb/s", 1e6},     {"gb/s", 1e9},
+        {"tb/s", 1e12},
+    };
+    double v = scaled(text, "bandwidth", units, sizeof units / sizeof *units,
+                      "bps, kbps, Mbps, Gbps, Tbps, Mbit, Gbit, B/s, KB/s, MB/s, GB/s, TB/s; "
+                      "none means Gbps");
+    if (!(v > 0)) throw SpecError("bandwidth: must be greater than zero, got \"" + text + "\"");
+    return v;
+}
+
+double parse_latency(const std::string &text) {
+    static const Unit units[] = {{"", 1e-6}, {"ns", 1e-9}, {"us", 1e-6}, {"ms", 1e-3}, {"s", 1}};
+    return scaled(text, "latency", units, sizeof units / sizeof *units,
+                  "ns, us, ms, s; none means us");
+}
+
+Algorithm parse_algorithm(const std::string &text) {
+    std::string t = lower(trim(text));
+    if (t == "ring") return Algorithm::Ring;
+    if (t == "hd" || t == "halving-doubling" || t == "rhd") return Algorithm::HalvingDoubling;
+    if (t == "direct" || t == "fc") return Algorithm::Direct;
+    throw SpecError("algorithm: expected ring, hd (halving-doubling) or direct, got \"" + text +
+                    "\"");
+}
+
+Topology parse_topology(const std::string &spec) {
+    auto sections = split(trim(spec), ':');
+    if (trim(sections[0]).empty())
+        throw SpecError("peers: expected dimension sizes such as \"2x4\", got an empty spec");
+    auto peer_texts = split(lower(trim(sections[0])), 'x');
+    std::vector<Dimension> dims(peer_texts.size());
+    for (size_t d = 0; d < dims.size(); ++d) dims[d].peers = parse_peers(peer_texts[d], int(d));
+    const int nd = static_cast<int>(dims.size());
+
+    bool seen_bw = false, seen_lat = false, seen_alg = false;
+    for (size_t s = 1; s < sections.size(); ++s) {
+        auto kv = trim(sections[s]);
+        auto eq = kv.find('=');
+        if (eq == std::string::npos)
+            throw SpecError("section \"" + kv + "\": expected key=value (bw=, lat= or alg=)");
+        std::string key = lower(trim(kv.substr(0, eq)));
+        auto values = per_dim_list(key, kv.substr(eq + 1), nd);
+        auto in_dim = [&](int d, const std::exception &e) {
+            return SpecError("dimension " + std::to_string(d) + " " + e.what());
+        };
+        bool *seen = key == "bw" ? &seen_bw : key == "lat" ? &seen_lat : key == "alg" ? &seen_alg
+                                                                                      : nullptr;
+        if (!seen)
+            throw SpecError("section \"" + kv + "\": unknown key \"" + key +
+                            "\" (valid: bw, lat, alg)");
+        if (*seen) throw SpecError("key \"" + key + "\" given twice");
+        *seen = true;
+        for (int d = 0; d < nd; ++d) {
+            try {
+                if (key == "bw") dims[d].bandwidth = parse_bandwidth(values[d]);
+                if (key == "lat") dims[d].latency = parse_latency(values[d]);
+                if (key == "alg") dims[d].algorithm = parse_algorithm(values[d]);
+            } catch (const SpecError &e) {
+                throw in_dim(d, e);
+            }
+        }
+    }
+    for (int d = 0; d < nd; ++d) {
+        int n = dims[d].peers;
+        if (dims[d].algorithm == Algorithm::HalvingDoubling && (n & (n - 1)) != 0)
+            throw SpecError("dimension " + std::to_string(d) +
+                            " algorithm: hd (halving-doubling) needs a power-of-two number of "
+                            "peers, got " + std::to_string(n));
+    }
+    Topology t(dims);
+    if (t.size() > (1 << 24))
+        throw SpecError("peers: the product of the dimension sizes must be at most 16777216");
+    return t;
+}
+
+std::vector<std::string> paper_topology_names() {
+    return {"2D-SW_SW",         "3D-SW_SW_SW_homo", "3D-SW_SW_SW_hetero",
+            "3D-FC_Ring_SW",    "4D-Ring_SW_SW_SW", "4D-Ring_FC_Ring_SW"};
+}
+
+std::optional<Topology> paper_topology(const std::string &name) {
+    // Table 2 of the paper: per-NPU bandwidth = links x link bandwidth; switch
+    // dimensions run halving-doubling, rings ring, fully-connected direct.
+    static const struct {
+        const char *name;
+        const char *spec;
+    } table[] = {
+        {"2D-SW_SW", "16x64:bw=1200Gbps,800Gbps:lat=700ns,1700ns:alg=hd,hd"},
+        {"3D-SW_SW_SW_homo", "16x8x8:bw=800Gbps,800Gbps,800Gbps:lat=700ns,700ns,1700ns:alg=hd"},
+        {"3D-SW_SW_SW_hetero",
+         "16x8x8:bw=1600Gbps,800Gbps,400Gbps:lat=700ns,700ns,1700ns:alg=hd"},
+        {"3D-FC_Ring_SW",
+         "8x16x8:bw=1400Gbps,800Gbps,400Gbps:lat=700ns,700ns,1700ns:alg=direct,ring,hd"},
+        {"4D-Ring_SW_SW_SW", "4x4x8x8:bw=2000Gbps,1600Gbps,800Gbps,400Gbps:"
+                             "lat=20ns,700ns,700ns,1700ns:alg=ring,hd,hd,hd"},
+        {"4D-Ring_FC_Ring_SW", "4x8x4x8:bw=3000Gbps,1400Gbps,1200Gbps,800Gbps:"
+                               "lat=20ns,700ns,700ns,1700ns:alg=ring,direct,ring,hd"},
+    };
+    for (const auto &t : table)
+        if (name == t.name) return parse_topology(t.spec);
+    return std::nullopt;
+}
+
+} // namespace themis

@@ -1,0 +1,88 @@
+// topology: the network's dimensions and the mapping rank <-> coordinates.
+//
+// A network of D dimensions; dimension d has `peers` ranks that differ only in
+// coordinate d, a per-rank bandwidth (all links of the dimension together), a
+// step latency and the algorithm that runs one stage on it. Dimension 0 varies
+// fastest: rank = c0 + n0 * (c1 + n1 * (c2 + ...)), so consecutive ranks form
+// dimension 0.
+//
+// The user spec (see README, "Dimension spec"):
+//   PEERSxPEERSx...[:bw=LIST][:lat=LIST][:alg=LIST]
+// e.g. "2x4", "16x8x8:bw=1600Gbps,800Gbps,400Gbps:lat=700ns,700ns,1.7us:alg=hd,ring,hd".
+// A LIST holds one value per dimension, or a single value for all of them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace themis {
+
+// How one Reduce-Scatter or All-Gather stage runs on a dimension.
+enum class Algorithm { Ring, HalvingDoubling, Direct };
+
+const char *algorithm_name(Algorithm a);
+
+struct Dimension {
+    int peers = 1;
+    double bandwidth = 12.5e9; // bytes per second per rank, all links of the dimension
+    double latency = 1e-6;     // seconds per algorithm step
+    Algorithm algorithm = Algorithm::Ring;
+};
+
+// A malformed spec: what() names the field and says what was expected.
+class SpecError : public std::runtime_error {
+  public:
+    using std::runtime_error::runtime_error;
+};
+
+class Topology {
+  public:
+    Topology() = default;
+    explicit Topology(std::vector<Dimension> dims);
+
+    int num_dims() const { return static_cast<int>(dims_.size()); }
+    const Dimension &dim(int d) const { return dims_[d]; }
+    const std::vector<Dimension> &dims() const { return dims_; }
+    int size() const { return size_; }
+
+    std::vector<int> coords(int rank) const;
+    int coord(int rank, int d) const;
+    int rank_of(const std::vector<int> &coords) const;
+    // The rank that equals `rank` in every coordinate but d, where it has `value`.
+    int with_coord(int rank, int d, int value) const;
+
+    double total_bandwidth() const; // sum over dimensions with more than one peer
+    // The same network with every latency set to zero (bandwidth-only model).
+    Topology without_latency() const;
+    // Canonical spec that parses back to this topology.
+    std::string to_spec() const;
+    // A stable fingerprint of every number a plan depends on.
+    uint64_t fingerprint() const;
+
+    bool operator==(const Topology &o) const;
+
+  private:
+    std::vector<Dimension> dims_;
+    std::vector<int> stride_;
+    int size_ = 1;
+};
+
+// Parses a user spec; throws SpecError naming the offending field.
+Topology parse_topology(const std::string &spec);
+
+// Quantities with units, as the spec writes them (exposed for tests and tools).
+// Bandwidth: bps, kbps, Mbps, Gbps, Tbps (bits) or B/s, KB/s, MB/s, GB/s, TB/s
+// (bytes, decimal); no unit means Gbps. Result in bytes per second.
+double parse_bandwidth(const std::string &text);
+// Latency: ns, us, ms, s; no unit means microseconds. Result in seconds.
+double parse_latency(const std::string &text);
+Algorithm parse_algorithm(const std::string &text);
+
+// The six topologies of the Themis paper's Table 2, by name (e.g. "3D-SW_SW_SW_homo").
+std::optional<Topology> paper_topology(const std::string &name);
+std::vector<std::string> paper_topology_names();
+
+} // namespace themis
