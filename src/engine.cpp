@@ -1,0 +1,80 @@
+// engine: per-dimension queues that issue a plan's ops in order (see engine.h).
+#include "engine.h"
+
+#include <algorithm>
+
+namespace themis {
+
+Engine::Engine(const Topology &topo, Transport &transport, Memory &memory, int max_active)
+    : topo_(topo), transport_(transport), memory_(memory), max_active_(std::max(1, max_active)),
+      op_counter_(topo.num_dims(), 0) {}
+
+int Engine::next_tag_base(int d) {
+    // Every op owns `peers` consecutive tags (one per algorithm step); the window wraps
+    // long after any op that could still be in flight has finished.
+    const uint64_t stride = static_cast<uint64_t>(topo_.dim(d).peers);
+    const uint64_t window = kTagLimit / stride;
+    return static_cast<int>((op_counter_[d]++ % window) * stride);
+}
+
+std::unique_ptr<Execution> Engine::start(std::shared_ptr<const Plan> plan, char *work,
+                                         Reducer &reducer) {
+    auto exec = std::make_unique<Execution>(*this, std::move(plan), work, reducer);
+    exec->progress();
+    return exec;
+}
+
+void Engine::run(std::shared_ptr<const Plan> plan, char *work, Reducer &reducer) {
+    auto exec = start(std::move(plan), work, reducer);
+    while (!exec->progress()) transport_.progress();
+}
+
+Execution::Execution(Engine &engine, std::shared_ptr<const Plan> plan, char *work,
+                     Reducer &reducer)
+    : engine_(engine), plan_(std::move(plan)), work_(work), reducer_(reducer),
+      next_(engine.topology().num_dims(), 0), active_(engine.topology().num_dims()),
+      op_done_(plan_->ops.size(), false), tag_base_(plan_->ops.size(), 0),
+      remaining_(plan_->ops.size()) {
+    // Tags are numbered in each dimension's issue order, identical on every rank.
+    for (size_t d = 0; d < plan_->dim_queue.size(); ++d)
+        for (int op : plan_->dim_queue[d]) tag_base_[op] = engine_.next_tag_base(int(d));
+}
+
+void Execution::start_ready_ops(int d) {
+    const auto &queue = plan_->dim_queue[d];
+    while (next_[d] < queue.size() && static_cast<int>(active_[d].size()) < engine_.max_active()) {
+        const int op_index = queue[next_[d]];
+        const PlanOp &op = plan_->ops[op_index];
+        if (op.previous >= 0 && !op_done_[op.previous]) return; // strictly in order
+        StageContext ctx{engine_.transport(), reducer_, engine_.memory(), work_, op,
+                         engine_.topology().dim(d).peers, tag_base_[op_index]};
+        active_[d].push_back(
+            {op_index, make_stage_algorithm(engine_.topology().dim(d).algorithm, ctx)});
+        ++next_[d];
+    }
+}
+
+bool Execution::progress() {
+    bool changed = true;
+    // Keep going while ops finish: a finished stage may unblock another dimension.
+    while (changed && remaining_ > 0) {
+        changed = false;
+        for (size_t d = 0; d < active_.size(); ++d) {
+            start_ready_ops(static_cast<int>(d));
+            auto &active = active_[d];
+            for (size_t i = 0; i < active.size();) {
+                if (active[i].algorithm->progress()) {
+                    op_done_[active[i].op] = true;
+                    --remaining_;
+                    active.erase(active.begin() + static_cast<long>(i));
+                    changed = true;
+                } else {
+                    ++i;
+                }
+            }
+        }
+    }
+    return remaining_ == 0;
+}
+
+} // namespace themis

@@ -1,0 +1,86 @@
+// stage: transfers of block spans, shared by the per-dimension algorithms.
+#include "stage.h"
+
+namespace themis {
+
+Transfer::Transfer(StageContext &ctx, Kind kind, int peer, int lo, int hi, int tag)
+    : ctx_(ctx), kind_(kind) {
+    const PlanOp &op = ctx.op;
+    ranges_ = op.ranges.data() + op.block_begin[lo];
+    count_ = op.block_begin[hi] - op.block_begin[lo];
+    for (size_t i = 0; i < count_; ++i) bytes_ += ranges_[i].length;
+    if (bytes_ == 0) { // both sides see the same empty span: nothing to move
+        done_ = true;
+        return;
+    }
+    const bool direct = count_ == 1 && kind != Kind::ReceiveReduce;
+    char *buf = direct ? ctx.work + ranges_[0].offset : nullptr;
+    if (!direct) temp_ = static_cast<char *>(ctx.memory.acquire(bytes_));
+    const int dim = op.dim;
+    if (kind == Kind::Send) {
+        if (!direct) { // pack the span into one message
+            size_t pos = 0;
+            for (size_t i = 0; i < count_; ++i) {
+                ctx.memory.copy(temp_ + pos, ctx.work + ranges_[i].offset, ranges_[i].length);
+                pos += ranges_[i].length;
+            }
+        }
+        req_ = ctx.transport.isend(dim, peer, direct ? buf : temp_, bytes_, tag);
+    } else {
+        req_ = ctx.transport.irecv(dim, peer, direct ? buf : temp_, bytes_, tag);
+    }
+}
+
+Transfer::~Transfer() {
+    if (temp_) ctx_.memory.release(temp_, bytes_);
+}
+
+bool Transfer::done() {
+    if (!done_ && ctx_.transport.test(req_)) {
+        finish();
+        done_ = true;
+    }
+    return done_;
+}
+
+// Unpacks or reduces a received temporary buffer into the work buffer.
+void Transfer::finish() {
+    if (kind_ == Kind::Send || !temp_) return;
+    size_t pos = 0;
+    for (size_t i = 0; i < count_; ++i) {
+        char *dst = ctx_.work + ranges_[i].offset;
+        if (kind_ == Kind::ReceiveReduce)
+            ctx_.reducer.reduce(dst, temp_ + pos, ranges_[i].length);
+        else
+            ctx_.memory.copy(dst, temp_ + pos, ranges_[i].length);
+        pos += ranges_[i].length;
+    }
+}
+
+std::unique_ptr<Transfer> StageAlgorithm::send(int peer, int lo, int hi, int step) {
+    return std::make_unique<Transfer>(ctx_, Transfer::Kind::Send, peer, lo, hi,
+                                      ctx_.tag_base + step);
+}
+
+std::unique_ptr<Transfer> StageAlgorithm::receive(int peer, int lo, int hi, int step) {
+    auto kind = ctx_.op.phase == Phase::ReduceScatter ? Transfer::Kind::ReceiveReduce
+                                                      : Transfer::Kind::ReceiveCopy;
+    return std::make_unique<Transfer>(ctx_, kind, peer, lo, hi, ctx_.tag_base + step);
+}
+
+bool StageAlgorithm::all_done(std::vector<std::unique_ptr<Transfer>> &transfers) {
+    bool all = true;
+    for (auto &t : transfers) all = t->done() && all;
+    return all;
+}
+
+std::unique_ptr<StageAlgorithm> make_stage_algorithm(Algorithm algorithm, StageContext ctx) {
+    switch (algorithm) {
+    case Algorithm::HalvingDoubling: return make_halving_doubling(ctx);
+    case Algorithm::Direct: return make_direct(ctx);
+    case Algorithm::Ring: break;
+    }
+    return make_ring(ctx);
+}
+
+} // namespace themis
