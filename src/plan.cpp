@@ -143,13 +143,14 @@ std::vector<std::vector<ByteRange>> piece_layout(const Topology &topo, const Pla
             }
         }
     } else {
-        uint64_t displ = 0;
+        uint64_t packed = 0;
         for (int r = 0; r < n; ++r) {
             const uint64_t count = req.block_counts.at(r);
+            const uint64_t displ = req.block_displs.empty() ? packed : req.block_displs.at(r);
             for (int k = 0; k < chunks; ++k)
                 pieces[k][r] = {(displ + part_offset(count, chunks, k)) * es,
                                 part_size(count, chunks, k) * es};
-            displ += count;
+            packed += count;
         }
     }
     return pieces;

@@ -43,6 +43,9 @@ struct PlanRequest {
     uint64_t element_size = 1;
     // All-Reduce: {count}. Reduce-Scatter / All-Gather: elements of each rank's block.
     std::vector<uint64_t> block_counts;
+    // Reduce-Scatter / All-Gather: where each rank's block starts in the work buffer,
+    // in elements; empty means the blocks are packed in rank order.
+    std::vector<uint64_t> block_displs;
     int chunks = 64;
     SchedulerParams scheduler;
     OrderingParams ordering;

@@ -1,0 +1,117 @@
+/* coll_themis.h: types shared by the component's C glue and its C++ entry points.
+ *
+ * coll/themis takes the MPI_Allreduce, MPI_Reduce_scatter, MPI_Reduce_scatter_block
+ * and MPI_Allgather slots of intra-communicators and runs them as chunked
+ * hierarchical collectives scheduled by Themis over the network's dimensions. What
+ * it does not accelerate goes, unchanged, to the module that held the slot before it
+ * (the "previous" module saved at enable time). */
+#ifndef MCA_COLL_THEMIS_H
+#define MCA_COLL_THEMIS_H
+
+#include "ompi_config.h"
+
+#include <stdbool.h>
+
+#include "mpi.h"
+#include "ompi/communicator/communicator.h"
+#include "ompi/mca/coll/coll.h"
+
+BEGIN_C_DECLS
+
+/* Values of the enum parameters; the C++ side maps them onto themis:: enums. */
+enum { THEMIS_POLICY_BASELINE = 0, THEMIS_POLICY_THEMIS = 1 };
+enum { THEMIS_INTRA_FIFO = 0, THEMIS_INTRA_SCF = 1 };
+enum { THEMIS_LOAD_REFERENCE = 0, THEMIS_LOAD_LATENCY = 1 };
+
+/* The collectives themis takes over, for per-slot bookkeeping. */
+enum {
+    THEMIS_COLL_ALLREDUCE = 0,
+    THEMIS_COLL_REDUCE_SCATTER,
+    THEMIS_COLL_REDUCE_SCATTER_BLOCK,
+    THEMIS_COLL_ALLGATHER,
+    THEMIS_COLL_COUNT
+};
+
+typedef struct mca_coll_themis_component_t {
+    mca_coll_base_component_2_0_0_t super;
+    int output; /* opal_output stream, verbosity = verbose */
+
+    /* MCA parameters (coll_themis_<name>); see coll_themis_component.c */
+    int priority;
+    int verbose;
+    char *dims;
+    int policy;
+    int intra_policy;
+    int load_model;
+    int chunks;
+    size_t min_chunk_bytes;
+    int max_active;
+    size_t min_bytes;
+    double threshold;
+    int plan_cache_size;
+} mca_coll_themis_component_t;
+
+OMPI_MODULE_DECLSPEC extern mca_coll_themis_component_t mca_coll_themis_component;
+
+/* Lazy set-up of a communicator: it happens on the first eligible call, never in
+ * enable (creating communicators there deadlocks, see README "Design"). */
+enum { THEMIS_SETUP_PENDING = 0, THEMIS_SETUP_READY, THEMIS_SETUP_DECLINED };
+
+struct themis_context; /* C++: per-communicator topology, engine and plan cache */
+
+typedef struct mca_coll_themis_module_t {
+    mca_coll_base_module_t super;
+
+    /* The previous layer, one function and module per slot taken over. */
+    mca_coll_base_module_allreduce_fn_t previous_allreduce;
+    mca_coll_base_module_t *previous_allreduce_module;
+    mca_coll_base_module_reduce_scatter_fn_t previous_reduce_scatter;
+    mca_coll_base_module_t *previous_reduce_scatter_module;
+    mca_coll_base_module_reduce_scatter_block_fn_t previous_reduce_scatter_block;
+    mca_coll_base_module_t *previous_reduce_scatter_block_module;
+    mca_coll_base_module_allgather_fn_t previous_allgather;
+    mca_coll_base_module_t *previous_allgather_module;
+
+    struct ompi_communicator_t *comm;
+    int setup_state;
+    /* True while set-up creates communicators: calls that come back into our slots
+     * (Open MPI runs allreduce/allgather on the parent to do that) go to the
+     * previous module. */
+    bool in_setup;
+    struct themis_context *context;
+
+    /* Calls per collective, and how many themis ran itself (verbose >= 2 prints them
+     * when the communicator is freed). */
+    unsigned long calls[THEMIS_COLL_COUNT];
+    unsigned long accelerated[THEMIS_COLL_COUNT];
+} mca_coll_themis_module_t;
+
+OBJ_CLASS_DECLARATION(mca_coll_themis_module_t);
+
+/* coll_themis_module.c */
+int mca_coll_themis_init_query(bool enable_progress_threads, bool enable_mpi_threads);
+mca_coll_base_module_t *mca_coll_themis_comm_query(struct ompi_communicator_t *comm,
+                                                   int *priority);
+
+/* Entry points, coll_themis_<collective>.cpp */
+int mca_coll_themis_allreduce(const void *sbuf, void *rbuf, int count,
+                              struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                              struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_themis_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
+                                   struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                   struct ompi_communicator_t *comm,
+                                   mca_coll_base_module_t *module);
+int mca_coll_themis_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
+                                         struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                         struct ompi_communicator_t *comm,
+                                         mca_coll_base_module_t *module);
+int mca_coll_themis_allgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                              void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
+                              struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+
+/* coll_themis_context.cpp: releases the C++ state of a communicator. */
+void mca_coll_themis_context_free(struct themis_context *context);
+
+END_C_DECLS
+
+#endif /* MCA_COLL_THEMIS_H */

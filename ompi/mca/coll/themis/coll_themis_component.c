@@ -1,0 +1,143 @@
+/* coll_themis_component.c: the component, its MCA parameters, open and close. */
+#include "ompi_config.h"
+
+#include "coll_themis.h"
+
+#include "opal/mca/base/mca_base_var.h"
+#include "opal/mca/base/mca_base_var_enum.h"
+#include "opal/util/output.h"
+#include "opal/util/show_help.h"
+
+static int themis_register(void);
+static int themis_open(void);
+static int themis_close(void);
+
+mca_coll_themis_component_t mca_coll_themis_component = {
+    .super = {
+        .collm_version = {
+            MCA_COLL_BASE_VERSION_2_0_0,
+            .mca_component_name = "themis",
+            MCA_BASE_MAKE_VERSION(component, 0, 1, 0),
+            .mca_open_component = themis_open,
+            .mca_close_component = themis_close,
+            .mca_register_component_params = themis_register,
+        },
+        .collm_data = {MCA_BASE_METADATA_PARAM_CHECKPOINT},
+        .collm_init_query = mca_coll_themis_init_query,
+        .collm_comm_query = mca_coll_themis_comm_query,
+    },
+    .output = -1,
+    .priority = 35, /* above tuned (30): themis runs first and hands the rest down */
+    .verbose = 0,
+    .dims = NULL,
+    .policy = THEMIS_POLICY_THEMIS,
+    .intra_policy = THEMIS_INTRA_SCF,
+    .load_model = THEMIS_LOAD_LATENCY,
+    .chunks = 64,
+    .min_chunk_bytes = 256 * 1024,
+    .max_active = 2,
+    .min_bytes = 64 * 1024,
+    .threshold = 1.0 / 16,
+    .plan_cache_size = 64,
+};
+
+static const mca_base_var_enum_value_t policy_values[] = {
+    {THEMIS_POLICY_BASELINE, "baseline"}, {THEMIS_POLICY_THEMIS, "themis"}, {0, NULL}};
+static const mca_base_var_enum_value_t intra_values[] = {
+    {THEMIS_INTRA_FIFO, "fifo"}, {THEMIS_INTRA_SCF, "scf"}, {0, NULL}};
+static const mca_base_var_enum_value_t load_values[] = {
+    {THEMIS_LOAD_REFERENCE, "reference"}, {THEMIS_LOAD_LATENCY, "latency"}, {0, NULL}};
+
+static void register_var(const char *name, const char *help, mca_base_var_type_t type,
+                         mca_base_var_enum_t *values, int level, void *storage)
+{
+    (void) mca_base_component_var_register(&mca_coll_themis_component.super.collm_version, name,
+                                           help, type, values, 0, 0, level,
+                                           MCA_BASE_VAR_SCOPE_READONLY, storage);
+}
+
+static void register_enum(const char *name, const char *help,
+                          const mca_base_var_enum_value_t *values, int level, int *storage)
+{
+    mca_base_var_enum_t *e = NULL;
+    char enum_name[64];
+    snprintf(enum_name, sizeof enum_name, "coll_themis_%s", name);
+    (void) mca_base_var_enum_create(enum_name, values, &e);
+    register_var(name, help, MCA_BASE_VAR_TYPE_INT, e, level, storage);
+    OBJ_RELEASE(e);
+}
+
+static int themis_register(void)
+{
+    mca_coll_themis_component_t *c = &mca_coll_themis_component;
+    static char *dims_default = "auto";
+    c->dims = dims_default;
+
+    register_var("priority",
+                 "Priority of coll/themis (valid: any integer; above tuned's 30 to take "
+                 "allreduce, reduce_scatter(_block) and allgather; negative disables it)",
+                 MCA_BASE_VAR_TYPE_INT, NULL, OPAL_INFO_LVL_6, &c->priority);
+    register_var("verbose",
+                 "Verbosity (valid: 0 silent, 1 per-communicator decisions, 2 also call counts "
+                 "at communicator free, 5 per-call plans, 10 plan details)",
+                 MCA_BASE_VAR_TYPE_INT, NULL, OPAL_INFO_LVL_9, &c->verbose);
+    register_var("dims",
+                 "Network dimensions (valid: auto | SPEC; SPEC = PEERSxPEERS...[:bw=LIST][:lat=LIST]"
+                 "[:alg=LIST], e.g. 2x4:bw=200Gbps,100Gbps:lat=1us,5us:alg=ring,hd; "
+                 "auto[:bw=...] = ranks of a node form dimension 0, nodes dimension 1)",
+                 MCA_BASE_VAR_TYPE_STRING, NULL, OPAL_INFO_LVL_4, &c->dims);
+    register_enum("policy",
+                  "Inter-dimension chunk scheduling (valid: baseline = fixed hierarchical "
+                  "order, themis = load-balancing order); MPI_Info key themis_policy overrides "
+                  "it per communicator",
+                  policy_values, OPAL_INFO_LVL_4, &c->policy);
+    register_enum("intra_policy",
+                  "Order of ready stages within a dimension (valid: fifo, scf = smallest "
+                  "chunk first)",
+                  intra_values, OPAL_INFO_LVL_5, &c->intra_policy);
+    register_enum("load_model",
+                  "What the load tracker charges per stage (valid: reference = bandwidth time "
+                  "only, latency = bandwidth time plus steps x step latency)",
+                  load_values, OPAL_INFO_LVL_5, &c->load_model);
+    register_var("chunks",
+                 "Chunks a collective is split into, at most (valid: 1 to 4096)",
+                 MCA_BASE_VAR_TYPE_INT, NULL, OPAL_INFO_LVL_5, &c->chunks);
+    register_var("min_chunk_bytes",
+                 "Smallest chunk in bytes: fewer chunks are used for smaller messages "
+                 "(valid: >= 1)",
+                 MCA_BASE_VAR_TYPE_SIZE_T, NULL, OPAL_INFO_LVL_5, &c->min_chunk_bytes);
+    register_var("max_active",
+                 "Stages running at once per dimension, K (valid: 1 to 64)",
+                 MCA_BASE_VAR_TYPE_INT, NULL, OPAL_INFO_LVL_5, &c->max_active);
+    register_var("min_bytes",
+                 "Messages smaller than this many bytes go to the previous module "
+                 "(valid: >= 0)",
+                 MCA_BASE_VAR_TYPE_SIZE_T, NULL, OPAL_INFO_LVL_4, &c->min_bytes);
+    register_var("threshold",
+                 "Themis falls back to the baseline order when the dimension loads differ by "
+                 "less than this fraction of a chunk (valid: 0 to 1; paper: 0.0625)",
+                 MCA_BASE_VAR_TYPE_DOUBLE, NULL, OPAL_INFO_LVL_6, &c->threshold);
+    register_var("plan_cache_size",
+                 "Compiled plans kept per communicator (valid: 1 to 4096)",
+                 MCA_BASE_VAR_TYPE_INT, NULL, OPAL_INFO_LVL_6, &c->plan_cache_size);
+    return OMPI_SUCCESS;
+}
+
+static int themis_open(void)
+{
+    mca_coll_themis_component_t *c = &mca_coll_themis_component;
+    c->output = opal_output_open(NULL);
+    opal_output_set_verbosity(c->output, c->verbose);
+    /* Our help file is installed beside the component, not in Open MPI's data dir. */
+    opal_show_help_add_dir(THEMIS_HELP_DIR);
+    return OMPI_SUCCESS;
+}
+
+static int themis_close(void)
+{
+    if (mca_coll_themis_component.output >= 0) {
+        opal_output_close(mca_coll_themis_component.output);
+        mca_coll_themis_component.output = -1;
+    }
+    return OMPI_SUCCESS;
+}

@@ -1,0 +1,178 @@
+// coll_themis_context.cpp: lazy per-communicator set-up (see coll_themis_context.h).
+#include "coll_themis_context.h"
+
+#include <cstring>
+
+#include "ompi/mca/coll/base/base.h"
+#include "ompi/op/op.h"
+#include "ompi/proc/proc.h"
+#include "opal/util/info.h"
+#include "opal/util/output.h"
+#include "opal/util/show_help.h"
+
+namespace themis {
+
+namespace {
+
+const mca_coll_themis_component_t &params() { return mca_coll_themis_component; }
+
+// An id shared by exactly the ranks on this rank's node: the lowest such rank,
+// exchanged so that every rank knows every rank's node.
+std::vector<int> node_ids(mca_coll_themis_module_t *m, ompi_communicator_t *comm) {
+    const int size = ompi_comm_size(comm), me = ompi_comm_rank(comm);
+    int leader = me;
+    for (int r = 0; r < size; ++r) {
+        ompi_proc_t *proc = ompi_comm_peer_lookup(comm, r);
+        if (r == me || OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags)) {
+            leader = r;
+            break;
+        }
+    }
+    std::vector<int> ids(size);
+    int rc = m->previous_allgather(&leader, 1, &ompi_mpi_int.dt, ids.data(), 1, &ompi_mpi_int.dt,
+                                   comm, m->previous_allgather_module);
+    if (rc != OMPI_SUCCESS) throw std::runtime_error("allgather of node ids failed");
+    return ids;
+}
+
+// True on every rank when `ok` is true on every rank.
+bool all_agree(mca_coll_themis_module_t *m, ompi_communicator_t *comm, bool ok) {
+    int mine = ok ? 1 : 0, all = 0;
+    int rc = m->previous_allreduce(&mine, &all, 1, &ompi_mpi_int.dt, &ompi_mpi_op_min.op, comm,
+                                   m->previous_allreduce_module);
+    return rc == OMPI_SUCCESS && all == 1;
+}
+
+// A duplicate of `comm` whose collectives never come back to themis.
+ompi_communicator_t *private_duplicate(ompi_communicator_t *comm) {
+    opal_info_t *info = OBJ_NEW(opal_info_t);
+    opal_info_set(info, "ompi_comm_coll_preference", "^themis");
+    ompi_communicator_t *dup = nullptr;
+    int rc = ompi_comm_dup_with_info(comm, info, &dup);
+    OBJ_RELEASE(info);
+    if (rc != OMPI_SUCCESS) throw std::runtime_error("duplicating the communicator failed");
+    return dup;
+}
+
+void say(int level, ompi_communicator_t *comm, const std::string &text) {
+    opal_output_verbose(level, params().output, "coll:themis: comm %s (cid %u) rank %d: %s",
+                        comm->c_name, comm->c_contextid, ompi_comm_rank(comm), text.c_str());
+}
+
+} // namespace
+
+Context::Context(ompi_communicator_t *comm, ompi_communicator_t *private_comm, RankLayout layout)
+    : comm_(comm), private_comm_(private_comm), layout_(std::move(layout)),
+      position_(layout_.position_of[ompi_comm_rank(comm)]),
+      transport_(private_comm, layout_, position_),
+      engine_(layout_.topology, transport_, memory_, params().max_active),
+      cache_(static_cast<size_t>(params().plan_cache_size)) {}
+
+Context::~Context() {
+    if (private_comm_) ompi_comm_free(&private_comm_);
+}
+
+std::unique_ptr<Context> Context::create(mca_coll_themis_module_t *m, ompi_communicator_t *comm) {
+    RankLayout layout;
+    std::string why;
+    bool ok = true;
+    try {
+        layout = make_rank_layout(params().dims, node_ids(m, comm));
+    } catch (const SpecError &e) {
+        ok = false;
+        why = std::string("malformed coll_themis_dims \"") + params().dims + "\": " + e.what();
+        static bool shown = false; // every rank has the same parameter: say it once
+        if (!shown && ompi_comm_rank(comm) == 0)
+            opal_show_help("help-coll-themis.txt", "bad-dims", true, params().dims, e.what());
+        shown = true;
+    } catch (const std::exception &e) {
+        ok = false;
+        why = e.what();
+    }
+    if (!all_agree(m, comm, ok)) {
+        say(1, comm, "not used, previous module kept: " + (why.empty() ? "another rank declined" : why));
+        return nullptr;
+    }
+    ompi_communicator_t *dup = private_duplicate(comm);
+    std::unique_ptr<Context> ctx(new Context(comm, dup, std::move(layout)));
+    say(1, comm, "selected; dimensions " + ctx->layout().topology.to_spec());
+    return ctx;
+}
+
+Policy Context::policy() const {
+    // MPI_Comm_set_info / MPI_Comm_dup_with_info may choose the policy per communicator.
+    Policy p = params().policy == THEMIS_POLICY_BASELINE ? Policy::Baseline : Policy::Themis;
+    if (comm_->super.s_info == nullptr) return p;
+    char value[32] = {0};
+    int flag = 0;
+    opal_info_get(comm_->super.s_info, "themis_policy", sizeof value - 1, value, &flag);
+    if (!flag) return p;
+    if (strcmp(value, "baseline") == 0) return Policy::Baseline;
+    if (strcmp(value, "themis") == 0) return Policy::Themis;
+    return p;
+}
+
+PlanRequest Context::request(Collective coll, uint64_t element_size,
+                             std::vector<uint64_t> block_counts) const {
+    PlanRequest req;
+    req.collective = coll;
+    req.element_size = element_size;
+    req.block_counts = std::move(block_counts);
+    uint64_t total = 0;
+    for (uint64_t c : req.block_counts) total += c;
+    // Chunks no smaller than min_chunk_bytes, so small messages are not cut to pieces.
+    const uint64_t by_size = total * element_size / params().min_chunk_bytes;
+    req.chunks = static_cast<int>(std::max<uint64_t>(1, std::min<uint64_t>(params().chunks, by_size)));
+    req.scheduler.policy = policy();
+    req.scheduler.load_model =
+        params().load_model == THEMIS_LOAD_REFERENCE ? LoadModel::Reference : LoadModel::Latency;
+    req.scheduler.threshold = params().threshold;
+    req.ordering.intra = params().intra_policy == THEMIS_INTRA_FIFO ? IntraPolicy::Fifo
+                                                                     : IntraPolicy::Scf;
+    req.ordering.max_active = params().max_active;
+    req.rank = position_;
+    return req;
+}
+
+void Context::run(const PlanRequest &req, char *work, Reducer &reducer) {
+    const size_t misses = cache_.misses();
+    std::shared_ptr<const Plan> plan = cache_.get(layout_.topology, req);
+    if (params().verbose >= 5) {
+        char line[256];
+        snprintf(line, sizeof line,
+                 "%s %llu B: %zu chunks, policy %s/%s K=%d, predicted %.3g ms, plan %s",
+                 collective_name(req.collective),
+                 static_cast<unsigned long long>(plan->work_bytes), plan->schedule.size(),
+                 policy_name(req.scheduler.policy), intra_policy_name(req.ordering.intra),
+                 req.ordering.max_active, plan->predicted_time * 1e3,
+                 cache_.misses() > misses ? "compiled" : "cached");
+        say(5, comm_, line);
+        if (params().verbose >= 10) say(10, comm_, "\n" + plan->describe());
+    }
+    engine_.run(plan, work, reducer);
+}
+
+Context *context_for(mca_coll_themis_module_t *m, ompi_communicator_t *comm) {
+    if (m->setup_state == THEMIS_SETUP_PENDING) {
+        m->in_setup = true;
+        std::unique_ptr<Context> ctx;
+        try {
+            ctx = Context::create(m, comm);
+        } catch (const std::exception &e) {
+            say(1, comm, std::string("set-up failed, previous module kept: ") + e.what());
+        }
+        m->in_setup = false;
+        if (ctx) m->context = new themis_context{std::move(ctx)};
+        m->setup_state = m->context ? THEMIS_SETUP_READY : THEMIS_SETUP_DECLINED;
+    }
+    return m->context ? m->context->context.get() : nullptr;
+}
+
+int report_failure(const char *collective, const std::exception &e) {
+    opal_show_help("help-coll-themis.txt", "run-failed", true, collective, e.what());
+    return OMPI_ERROR;
+}
+
+} // namespace themis
+
+extern "C" void mca_coll_themis_context_free(struct themis_context *context) { delete context; }

@@ -1,0 +1,70 @@
+// coll_themis_context.h: what themis keeps per communicator, set up lazily.
+//
+// On the first eligible call the ranks agree on the rank layout (dimensions from
+// coll_themis_dims and process locality), duplicate the communicator into a private
+// one that never selects themis, and build the engine, transport and plan cache.
+// Any rank that cannot do so makes every rank decline: themis never runs on some
+// ranks of a communicator and not on others.
+#pragma once
+
+#include "coll_themis_prelude.h"
+
+#include <memory>
+#include <string>
+
+#include "coll_themis.h"
+#include "coll_themis_transport_pml.h"
+#include "engine.h"
+#include "host_memory.h"
+#include "plan_cache.h"
+#include "rank_layout.h"
+
+namespace themis {
+
+class Context {
+  public:
+    // Collective over `comm`; returns nullptr (and says why at verbose level 1) when
+    // themis declines the communicator.
+    static std::unique_ptr<Context> create(mca_coll_themis_module_t *module,
+                                           ompi_communicator_t *comm);
+    ~Context();
+    Context(const Context &) = delete;
+    Context &operator=(const Context &) = delete;
+
+    const RankLayout &layout() const { return layout_; }
+    int position() const { return position_; }
+    HostMemory &memory() { return memory_; }
+
+    // The request for a collective on this communicator, with the parameters in force
+    // (MCA parameters, the communicator's themis_policy info key).
+    PlanRequest request(Collective coll, uint64_t element_size,
+                        std::vector<uint64_t> block_counts) const;
+    // Runs it over `work`, a buffer laid out as the request says.
+    void run(const PlanRequest &req, char *work, Reducer &reducer);
+
+  private:
+    Context(ompi_communicator_t *comm, ompi_communicator_t *private_comm, RankLayout layout);
+    Policy policy() const;
+
+    ompi_communicator_t *comm_;
+    ompi_communicator_t *private_comm_;
+    RankLayout layout_;
+    int position_;
+    PmlTransport transport_;
+    HostMemory memory_;
+    Engine engine_;
+    PlanCache cache_;
+};
+
+// The module's context, set up on first use; nullptr when themis declines.
+Context *context_for(mca_coll_themis_module_t *module, ompi_communicator_t *comm);
+
+// Prints a failure inside a themis collective and turns it into an Open MPI error code.
+int report_failure(const char *collective, const std::exception &e);
+
+} // namespace themis
+
+// The C-visible name of the per-communicator state.
+struct themis_context {
+    std::unique_ptr<themis::Context> context;
+};

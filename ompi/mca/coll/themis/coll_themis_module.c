@@ -1,0 +1,175 @@
+/* coll_themis_module.c: init_query, comm_query, enable/disable and the module's
+ * lifetime. Enable only saves the previous layer; everything that needs
+ * communication happens lazily on the first eligible call. */
+#include "ompi_config.h"
+
+#include "coll_themis.h"
+
+#include "ompi/mca/coll/base/base.h"
+#include "opal/util/output.h"
+#include "opal/util/show_help.h"
+
+static void module_construct(mca_coll_themis_module_t *m)
+{
+    m->previous_allreduce = NULL;
+    m->previous_allreduce_module = NULL;
+    m->previous_reduce_scatter = NULL;
+    m->previous_reduce_scatter_module = NULL;
+    m->previous_reduce_scatter_block = NULL;
+    m->previous_reduce_scatter_block_module = NULL;
+    m->previous_allgather = NULL;
+    m->previous_allgather_module = NULL;
+    m->comm = NULL;
+    m->setup_state = THEMIS_SETUP_PENDING;
+    m->in_setup = false;
+    m->context = NULL;
+    for (int i = 0; i < THEMIS_COLL_COUNT; ++i) m->calls[i] = m->accelerated[i] = 0;
+}
+
+static void print_call_counts(const mca_coll_themis_module_t *m)
+{
+    static const char *names[THEMIS_COLL_COUNT] = {"allreduce", "reduce_scatter",
+                                                   "reduce_scatter_block", "allgather"};
+    for (int i = 0; i < THEMIS_COLL_COUNT; ++i) {
+        if (0 == m->calls[i]) continue;
+        opal_output_verbose(2, mca_coll_themis_component.output,
+                            "coll:themis:stats comm %s rank %d: %s calls %lu themis %lu",
+                            m->comm ? m->comm->c_name : "?",
+                            m->comm ? ompi_comm_rank(m->comm) : -1, names[i], m->calls[i],
+                            m->accelerated[i]);
+    }
+}
+
+static void release_previous(mca_coll_themis_module_t *m)
+{
+    /* disable runs once per slot we own: release each saved module only once. */
+    if (m->previous_allreduce_module) OBJ_RELEASE(m->previous_allreduce_module);
+    if (m->previous_reduce_scatter_module) OBJ_RELEASE(m->previous_reduce_scatter_module);
+    if (m->previous_reduce_scatter_block_module)
+        OBJ_RELEASE(m->previous_reduce_scatter_block_module);
+    if (m->previous_allgather_module) OBJ_RELEASE(m->previous_allgather_module);
+    m->previous_allreduce_module = NULL;
+    m->previous_reduce_scatter_module = NULL;
+    m->previous_reduce_scatter_block_module = NULL;
+    m->previous_allgather_module = NULL;
+}
+
+static void module_destruct(mca_coll_themis_module_t *m)
+{
+    print_call_counts(m);
+    mca_coll_themis_context_free(m->context);
+    m->context = NULL;
+    release_previous(m);
+}
+
+OBJ_CLASS_INSTANCE(mca_coll_themis_module_t, mca_coll_base_module_t, module_construct,
+                   module_destruct);
+
+/* Warns once, then restores the default of an out-of-range integer parameter. */
+static void check_range(const char *name, int *value, int lo, int hi, int fallback)
+{
+    if (*value >= lo && *value <= hi) return;
+    char got[32], range[64], def[32];
+    snprintf(got, sizeof got, "%d", *value);
+    snprintf(range, sizeof range, "%d to %d", lo, hi);
+    snprintf(def, sizeof def, "%d", fallback);
+    opal_show_help("help-coll-themis.txt", "bad-param", true, name, got, range, def);
+    *value = fallback;
+}
+
+int mca_coll_themis_init_query(bool enable_progress_threads, bool enable_mpi_threads)
+{
+    (void) enable_progress_threads;
+    (void) enable_mpi_threads;
+    mca_coll_themis_component_t *c = &mca_coll_themis_component;
+    check_range("coll_themis_chunks", &c->chunks, 1, 4096, 64);
+    check_range("coll_themis_max_active", &c->max_active, 1, 64, 2);
+    check_range("coll_themis_plan_cache_size", &c->plan_cache_size, 1, 4096, 64);
+    if (!(c->threshold >= 0 && c->threshold <= 1)) {
+        char got[32];
+        snprintf(got, sizeof got, "%g", c->threshold);
+        opal_show_help("help-coll-themis.txt", "bad-param", true, "coll_themis_threshold", got,
+                       "0 to 1", "0.0625");
+        c->threshold = 1.0 / 16;
+    }
+    if (0 == c->min_chunk_bytes) c->min_chunk_bytes = 1;
+    return OMPI_SUCCESS;
+}
+
+/* Saves the previous layer of one slot. */
+#define SAVE_PREVIOUS(m, comm, slot)                                                            \
+    do {                                                                                       \
+        (m)->previous_##slot = (comm)->c_coll->coll_##slot;                                    \
+        (m)->previous_##slot##_module = (comm)->c_coll->coll_##slot##_module;                  \
+    } while (0)
+
+static bool has_previous(const mca_coll_themis_module_t *m)
+{
+    return m->previous_allreduce && m->previous_allreduce_module && m->previous_reduce_scatter &&
+           m->previous_reduce_scatter_module && m->previous_reduce_scatter_block &&
+           m->previous_reduce_scatter_block_module && m->previous_allgather &&
+           m->previous_allgather_module;
+}
+
+static int themis_module_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm)
+{
+    mca_coll_themis_module_t *m = (mca_coll_themis_module_t *) module;
+    SAVE_PREVIOUS(m, comm, allreduce);
+    SAVE_PREVIOUS(m, comm, reduce_scatter);
+    SAVE_PREVIOUS(m, comm, reduce_scatter_block);
+    SAVE_PREVIOUS(m, comm, allgather);
+    if (!has_previous(m)) {
+        /* Nothing below us: Open MPI 4.1 needs every slot filled, so themis alone
+         * cannot run. Say what to type instead (once per process). */
+        static bool shown = false;
+        if (!shown) {
+            shown = true;
+            opal_show_help("help-coll-themis.txt", "themis-alone", true);
+        }
+        m->previous_allreduce_module = NULL;
+        m->previous_reduce_scatter_module = NULL;
+        m->previous_reduce_scatter_block_module = NULL;
+        m->previous_allgather_module = NULL;
+        return OMPI_ERR_NOT_FOUND;
+    }
+    /* Taking a slot releases its previous owner: keep ours alive. */
+    OBJ_RETAIN(m->previous_allreduce_module);
+    OBJ_RETAIN(m->previous_reduce_scatter_module);
+    OBJ_RETAIN(m->previous_reduce_scatter_block_module);
+    OBJ_RETAIN(m->previous_allgather_module);
+    m->comm = comm;
+    return OMPI_SUCCESS;
+}
+
+static int themis_module_disable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm)
+{
+    (void) comm;
+    /* Called once per owned slot; what it frees must stay freed (idempotent). The
+     * context (with its private communicator) goes with the module's destructor. */
+    (void) module;
+    return OMPI_SUCCESS;
+}
+
+mca_coll_base_module_t *mca_coll_themis_comm_query(struct ompi_communicator_t *comm,
+                                                   int *priority)
+{
+    mca_coll_themis_component_t *c = &mca_coll_themis_component;
+    if (OMPI_COMM_IS_INTER(comm) || ompi_comm_size(comm) < 2 || c->priority < 0) {
+        opal_output_verbose(1, c->output, "coll:themis: comm %s (cid %u): declined (%s)",
+                            comm->c_name, comm->c_contextid,
+                            OMPI_COMM_IS_INTER(comm) ? "intercommunicator"
+                            : c->priority < 0        ? "negative priority"
+                                                     : "fewer than 2 ranks");
+        return NULL;
+    }
+    mca_coll_themis_module_t *m = OBJ_NEW(mca_coll_themis_module_t);
+    if (NULL == m) return NULL;
+    *priority = c->priority;
+    m->super.coll_module_enable = themis_module_enable;
+    m->super.coll_module_disable = themis_module_disable;
+    m->super.coll_allreduce = mca_coll_themis_allreduce;
+    m->super.coll_reduce_scatter = mca_coll_themis_reduce_scatter;
+    m->super.coll_reduce_scatter_block = mca_coll_themis_reduce_scatter_block;
+    m->super.coll_allgather = mca_coll_themis_allgather;
+    return &m->super;
+}
