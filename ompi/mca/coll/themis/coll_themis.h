@@ -22,6 +22,7 @@ BEGIN_C_DECLS
 enum { THEMIS_POLICY_BASELINE = 0, THEMIS_POLICY_THEMIS = 1 };
 enum { THEMIS_INTRA_FIFO = 0, THEMIS_INTRA_SCF = 1 };
 enum { THEMIS_LOAD_REFERENCE = 0, THEMIS_LOAD_LATENCY = 1 };
+enum { THEMIS_TRANSPORT_AUTO = 0, THEMIS_TRANSPORT_PML = 1, THEMIS_TRANSPORT_UCX = 2 };
 
 /* The collectives themis takes over, for per-slot bookkeeping. */
 enum {
@@ -49,6 +50,7 @@ typedef struct mca_coll_themis_component_t {
     size_t min_bytes;
     double threshold;
     int plan_cache_size;
+    int transport;
 } mca_coll_themis_component_t;
 
 OMPI_MODULE_DECLSPEC extern mca_coll_themis_component_t mca_coll_themis_component;
@@ -111,6 +113,9 @@ int mca_coll_themis_allgather(const void *sbuf, int scount, struct ompi_datatype
 
 /* coll_themis_context.cpp: releases the C++ state of a communicator. */
 void mca_coll_themis_context_free(struct themis_context *context);
+
+/* coll_themis_ucx.cpp: releases the process's UCX worker (component close). */
+void mca_coll_themis_ucx_finalize(void);
 
 END_C_DECLS
 

@@ -39,12 +39,17 @@ mca_coll_themis_component_t mca_coll_themis_component = {
     .min_bytes = 64 * 1024,
     .threshold = 1.0 / 16,
     .plan_cache_size = 64,
+    .transport = THEMIS_TRANSPORT_PML, /* measured faster here, see bench/RESULTS.md */
 };
 
 static const mca_base_var_enum_value_t policy_values[] = {
     {THEMIS_POLICY_BASELINE, "baseline"}, {THEMIS_POLICY_THEMIS, "themis"}, {0, NULL}};
 static const mca_base_var_enum_value_t intra_values[] = {
     {THEMIS_INTRA_FIFO, "fifo"}, {THEMIS_INTRA_SCF, "scf"}, {0, NULL}};
+static const mca_base_var_enum_value_t transport_values[] = {{THEMIS_TRANSPORT_AUTO, "auto"},
+                                                            {THEMIS_TRANSPORT_PML, "pml"},
+                                                            {THEMIS_TRANSPORT_UCX, "ucx"},
+                                                            {0, NULL}};
 static const mca_base_var_enum_value_t load_values[] = {
     {THEMIS_LOAD_REFERENCE, "reference"}, {THEMIS_LOAD_LATENCY, "latency"}, {0, NULL}};
 
@@ -99,6 +104,10 @@ static int themis_register(void)
                   "What the load tracker charges per stage (valid: reference = bandwidth time "
                   "only, latency = bandwidth time plus steps x step latency)",
                   load_values, OPAL_INFO_LVL_5, &c->load_model);
+    register_enum("transport",
+                  "How the per-dimension stages move data (valid: auto = UCX when it starts, "
+                  "else the PML; pml = Open MPI's point-to-point layer; ucx = UCX UCP directly)",
+                  transport_values, OPAL_INFO_LVL_4, &c->transport);
     register_var("chunks",
                  "Chunks a collective is split into, at most (valid: 1 to 4096)",
                  MCA_BASE_VAR_TYPE_INT, NULL, OPAL_INFO_LVL_5, &c->chunks);
@@ -135,6 +144,7 @@ static int themis_open(void)
 
 static int themis_close(void)
 {
+    mca_coll_themis_ucx_finalize();
     if (mca_coll_themis_component.output >= 0) {
         opal_output_close(mca_coll_themis_component.output);
         mca_coll_themis_component.output = -1;

@@ -61,15 +61,44 @@ void say(int level, ompi_communicator_t *comm, const std::string &text) {
 
 } // namespace
 
-Context::Context(ompi_communicator_t *comm, ompi_communicator_t *private_comm, RankLayout layout)
-    : comm_(comm), private_comm_(private_comm), layout_(std::move(layout)),
+Context::Context(ompi_communicator_t *comm, RankLayout layout)
+    : comm_(comm), layout_(std::move(layout)),
       position_(layout_.position_of[ompi_comm_rank(comm)]),
-      transport_(private_comm, layout_, position_),
-      engine_(layout_.topology, transport_, memory_, params().max_active),
       cache_(static_cast<size_t>(params().plan_cache_size)) {}
 
 Context::~Context() {
+    engine_.reset();
+    transport_.reset();
     if (private_comm_) ompi_comm_free(&private_comm_);
+}
+
+void Context::connect(mca_coll_themis_module_t *m) {
+    std::string why;
+    UcxWorker *worker = nullptr;
+    if (params().transport != THEMIS_TRANSPORT_PML) {
+        worker = process_ucx_worker(why);
+        if (worker && ompi_comm_get_cid(comm_) > kUcxMaxCommId) {
+            why = "communicator id beyond the UCX tag layout";
+            worker = nullptr;
+        }
+    }
+    // Every rank must use the same transport.
+    const bool ucx = params().transport != THEMIS_TRANSPORT_PML && all_agree(m, comm_, worker != nullptr);
+    if (ucx) {
+        transport_ = connect_ucx(m, comm_, *worker, layout_, position_);
+        say(1, comm_, std::string("transport ucx") +
+                          (worker->supports_cuda() ? " (moves CUDA device memory)"
+                                                   : " (no CUDA support in this UCX: device "
+                                                     "buffers would be staged through host memory)"));
+    } else {
+        private_comm_ = private_duplicate(comm_);
+        transport_ = std::make_unique<PmlTransport>(private_comm_, layout_, position_);
+        say(1, comm_, params().transport == THEMIS_TRANSPORT_PML
+                          ? "transport pml (coll_themis_transport=pml)"
+                          : "transport pml (UCX not usable: " +
+                                (why.empty() ? std::string("not usable on another rank") : why) + ")");
+    }
+    engine_ = std::make_unique<Engine>(layout_.topology, *transport_, memory_, params().max_active);
 }
 
 std::unique_ptr<Context> Context::create(mca_coll_themis_module_t *m, ompi_communicator_t *comm) {
@@ -93,8 +122,8 @@ std::unique_ptr<Context> Context::create(mca_coll_themis_module_t *m, ompi_commu
         say(1, comm, "not used, previous module kept: " + (why.empty() ? "another rank declined" : why));
         return nullptr;
     }
-    ompi_communicator_t *dup = private_duplicate(comm);
-    std::unique_ptr<Context> ctx(new Context(comm, dup, std::move(layout)));
+    std::unique_ptr<Context> ctx(new Context(comm, std::move(layout)));
+    ctx->connect(m);
     say(1, comm, "selected; dimensions " + ctx->layout().topology.to_spec());
     return ctx;
 }
@@ -149,7 +178,7 @@ void Context::run(const PlanRequest &req, char *work, Reducer &reducer) {
         say(5, comm_, line);
         if (params().verbose >= 10) say(10, comm_, "\n" + plan->describe());
     }
-    engine_.run(plan, work, reducer);
+    engine_->run(plan, work, reducer);
 }
 
 Context *context_for(mca_coll_themis_module_t *m, ompi_communicator_t *comm) {

@@ -14,6 +14,7 @@
 
 #include "coll_themis.h"
 #include "coll_themis_transport_pml.h"
+#include "coll_themis_ucx.h"
 #include "engine.h"
 #include "host_memory.h"
 #include "plan_cache.h"
@@ -32,6 +33,7 @@ class Context {
     Context &operator=(const Context &) = delete;
 
     const RankLayout &layout() const { return layout_; }
+    const char *transport_name() const { return private_comm_ ? "pml" : "ucx"; }
     int position() const { return position_; }
     HostMemory &memory() { return memory_; }
 
@@ -43,16 +45,18 @@ class Context {
     void run(const PlanRequest &req, char *work, Reducer &reducer);
 
   private:
-    Context(ompi_communicator_t *comm, ompi_communicator_t *private_comm, RankLayout layout);
+    Context(ompi_communicator_t *comm, RankLayout layout);
+    // Picks and connects the transport (collective); says which and why.
+    void connect(mca_coll_themis_module_t *m);
     Policy policy() const;
 
     ompi_communicator_t *comm_;
-    ompi_communicator_t *private_comm_;
+    ompi_communicator_t *private_comm_ = nullptr; // the PML transport's traffic runs here
     RankLayout layout_;
     int position_;
-    PmlTransport transport_;
+    std::unique_ptr<Transport> transport_;
     HostMemory memory_;
-    Engine engine_;
+    std::unique_ptr<Engine> engine_;
     PlanCache cache_;
 };
 
