@@ -69,15 +69,33 @@ std::string exact(double v) {
     return buf;
 }
 
+// `value` in the first unit (largest first) whose text parses back exactly.
+template <typename Parse>
+std::string with_unit(double value, const std::vector<std::pair<const char *, double>> &units,
+                      Parse parse) {
+    for (const auto &[name, factor] : units) {
+        std::string text = exact(value / factor) + name;
+        if (value / factor >= 1 && parse(text) == value) return text;
+    }
+    return exact(value / units.back().second) + units.back().first;
+}
+
 } // namespace
 
 std::string Topology::to_spec() const {
+    static const std::vector<std::pair<const char *, double>> bw_units = {
+        {"Tbps", 1e12 / 8}, {"Gbps", 1e9 / 8}, {"Mbps", 1e6 / 8}, {"kbps", 1e3 / 8},
+        {"B/s", 1}};
+    static const std::vector<std::pair<const char *, double>> lat_units = {
+        {"s", 1}, {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}};
     std::ostringstream peers, bw, lat, alg;
     for (size_t d = 0; d < dims_.size(); ++d) {
         const char *sep = d ? "," : "";
         peers << (d ? "x" : "") << dims_[d].peers;
-        bw << sep << exact(dims_[d].bandwidth) << "B/s";
-        lat << sep << exact(dims_[d].latency) << "s";
+        bw << sep << with_unit(dims_[d].bandwidth, bw_units, parse_bandwidth);
+        lat << sep
+            << (dims_[d].latency == 0 ? std::string("0us")
+                                      : with_unit(dims_[d].latency, lat_units, parse_latency));
         alg << sep << algorithm_name(dims_[d].algorithm);
     }
     return peers.str() + ":bw=" + bw.str() + ":lat=" + lat.str() + ":alg=" + alg.str();
@@ -229,6 +247,8 @@ Topology parse_topology(const std::string &spec) {
     if (trim(sections[0]).empty())
         throw SpecError("peers: expected dimension sizes such as \"2x4\", got an empty spec");
     auto peer_texts = split(lower(trim(sections[0])), 'x');
+    if (peer_texts.size() > 16)
+        throw SpecError("peers: at most 16 dimensions, got " + std::to_string(peer_texts.size()));
     std::vector<Dimension> dims(peer_texts.size());
     for (size_t d = 0; d < dims.size(); ++d) dims[d].peers = parse_peers(peer_texts[d], int(d));
     const int nd = static_cast<int>(dims.size());
