@@ -39,6 +39,9 @@ class Simulation {
         start_ready();
         while (any_running()) advance();
         out_.makespan = now_;
+        // Runs were recorded as their stages became ready; report them in start order.
+        std::stable_sort(out_.runs.begin(), out_.runs.end(),
+                         [](const StageRun &a, const StageRun &b) { return a.start < b.start; });
         return std::move(out_);
     }
 

@@ -2,6 +2,7 @@
 #include "scheduler.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 namespace themis {
@@ -74,14 +75,18 @@ double append_stages(const Topology &topo, Phase phase, const std::vector<int> &
 std::vector<int> themis_order(const Topology &topo, const DimLoadTracker &tracker,
                               const std::vector<int> &baseline, bool most_loaded_first,
                               double chunk_bytes, double threshold) {
+    // Loads equal in exact arithmetic may differ in their last bits: compare them on a
+    // grid far coarser than rounding error, so such ties keep the baseline order.
+    double most = 0;
+    for (int d : baseline) most = std::max(most, tracker.load(d));
+    const double grid = most > 0 ? most * 1e-9 : 1;
+    auto load = [&](int d) { return std::llround(tracker.load(d) / grid); };
     std::vector<int> sorted = baseline;
     std::stable_sort(sorted.begin(), sorted.end(), [&](int a, int b) {
-        return most_loaded_first ? tracker.load(a) > tracker.load(b)
-                                 : tracker.load(a) < tracker.load(b);
+        return most_loaded_first ? load(a) > load(b) : load(a) < load(b);
     });
-    auto [lo, hi] = std::minmax_element(sorted.begin(), sorted.end(), [&](int a, int b) {
-        return tracker.load(a) < tracker.load(b);
-    });
+    auto [lo, hi] = std::minmax_element(sorted.begin(), sorted.end(),
+                                        [&](int a, int b) { return load(a) < load(b); });
     // The load gap as bytes of an RS on the least-loaded dimension.
     const Dimension &least = topo.dim(*lo);
     double gap = tracker.load(*hi) - tracker.load(*lo);

@@ -70,24 +70,29 @@ std::string exact(double v) {
 }
 
 // `value` in the first unit (largest first) whose text parses back exactly.
+struct Scale {
+    const char *name;
+    double multiplier, divisor; // value = number x multiplier / divisor
+};
+
 template <typename Parse>
-std::string with_unit(double value, const std::vector<std::pair<const char *, double>> &units,
-                      Parse parse) {
-    for (const auto &[name, factor] : units) {
-        std::string text = exact(value / factor) + name;
-        if (value / factor >= 1 && parse(text) == value) return text;
+std::string with_unit(double value, const std::vector<Scale> &units, Parse parse) {
+    for (const Scale &u : units) {
+        const double number = value * u.divisor / u.multiplier;
+        std::string text = exact(number) + u.name;
+        if (number >= 1 && parse(text) == value) return text;
     }
-    return exact(value / units.back().second) + units.back().first;
+    const Scale &last = units.back();
+    return exact(value * last.divisor / last.multiplier) + last.name;
 }
 
 } // namespace
 
 std::string Topology::to_spec() const {
-    static const std::vector<std::pair<const char *, double>> bw_units = {
-        {"Tbps", 1e12 / 8}, {"Gbps", 1e9 / 8}, {"Mbps", 1e6 / 8}, {"kbps", 1e3 / 8},
-        {"B/s", 1}};
-    static const std::vector<std::pair<const char *, double>> lat_units = {
-        {"s", 1}, {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}};
+    static const std::vector<Scale> bw_units = {
+        {"Tbps", 1e12, 8}, {"Gbps", 1e9, 8}, {"Mbps", 1e6, 8}, {"kbps", 1e3, 8}, {"B/s", 1, 1}};
+    static const std::vector<Scale> lat_units = {
+        {"s", 1, 1}, {"ms", 1, 1e3}, {"us", 1, 1e6}, {"ns", 1, 1e9}};
     std::ostringstream peers, bw, lat, alg;
     for (size_t d = 0; d < dims_.size(); ++d) {
         const char *sep = d ? "," : "";
@@ -174,16 +179,18 @@ std::pair<double, std::string> number_and_unit(const std::string &text, const ch
     return {v, lower(trim(end))};
 }
 
+// value = number x multiplier / divisor (dividing keeps "5us" exactly 5e-6).
 struct Unit {
     const char *name;
-    double factor;
+    double multiplier;
+    double divisor;
 };
 
 double scaled(const std::string &text, const char *what, const Unit *units, size_t n,
               const char *valid) {
     auto [v, unit] = number_and_unit(text, what);
     for (size_t i = 0; i < n; ++i)
-        if (unit == units[i].name) return v * units[i].factor;
+        if (unit == units[i].name) return v * units[i].multiplier / units[i].divisor;
     throw SpecError(std::string(what) + ": unknown unit \"" + unit + "\" in \"" + text +
                     "\" (valid: " + valid + ")");
 }
@@ -215,10 +222,10 @@ std::vector<std::string> per_dim_list(const std::string &key, const std::string 
 
 double parse_bandwidth(const std::string &text) {
     static const Unit units[] = {
-        {"", 1e9 / 8},     {"bps", 1.0 / 8}, {"kbps", 1e3 / 8}, {"mbps", 1e6 / 8},
-        {"gbps", 1e9 / 8}, {"tbps", 1e12 / 8}, {"mbit", 1e6 / 8}, {"gbit", 1e9 / 8},
-        {"b/s", 1},        {"kb/s", 1e3},     {"mb/s", 1e6},     {"gb/s", 1e9},
-        {"tb/s", 1e12},
+        {"", 1e9, 8},     {"bps", 1, 8},     {"kbps", 1e3, 8}, {"mbps", 1e6, 8},
+        {"gbps", 1e9, 8}, {"tbps", 1e12, 8}, {"mbit", 1e6, 8}, {"gbit", 1e9, 8},
+        {"b/s", 1, 1},    {"kb/s", 1e3, 1},  {"mb/s", 1e6, 1}, {"gb/s", 1e9, 1},
+        {"tb/s", 1e12, 1},
     };
     double v = scaled(text, "bandwidth", units, sizeof units / sizeof *units,
                       "bps, kbps, Mbps, Gbps, Tbps, Mbit, Gbit, B/s, KB/s, MB/s, GB/s, TB/s; "
@@ -228,7 +235,8 @@ double parse_bandwidth(const std::string &text) {
 }
 
 double parse_latency(const std::string &text) {
-    static const Unit units[] = {{"", 1e-6}, {"ns", 1e-9}, {"us", 1e-6}, {"ms", 1e-3}, {"s", 1}};
+    static const Unit units[] = {
+        {"", 1, 1e6}, {"ns", 1, 1e9}, {"us", 1, 1e6}, {"ms", 1, 1e3}, {"s", 1, 1}};
     return scaled(text, "latency", units, sizeof units / sizeof *units,
                   "ns, us, ms, s; none means us");
 }

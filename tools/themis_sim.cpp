@@ -1,0 +1,390 @@
+// themis_sim: the what-if command line over the Themis planner (themis-sim --help).
+//
+//   one run   --topology T --size S [...]  summary on stdout; optional SVG timeline and
+//                                          per-stage CSV
+//   --paper   [--csv FILE]                 the paper's microbenchmark: table and CSV
+//
+// Exit status: 0 done, 1 a file could not be written, 2 a bad command line (one line on
+// stderr says what and where).
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sim_paper.h"
+#include "timeline_svg.h"
+
+namespace {
+
+using namespace themis;
+using namespace themis::sim;
+
+const char kHelp[] = R"(themis-sim: predict a hierarchical collective under the Themis scheduler.
+
+Usage:
+  themis-sim --topology T --size S [options]   simulate one collective
+  themis-sim --paper [--csv FILE]              the Themis paper's microbenchmark
+  themis-sim --help
+
+One run:
+  --topology T       a dimension spec, PEERSxPEERSx...[:bw=LIST][:lat=LIST][:alg=LIST],
+                     e.g. "2x4:bw=200Gbps,100Gbps:lat=1us,5us:alg=ring,hd" (a LIST holds one
+                     value per dimension or one for all; bw units bps..Tbps or B/s..TB/s,
+                     none = Gbps; lat units ns, us, ms, s, none = us; alg ring, hd, direct),
+                     or a topology of the paper's Table 2: 2D-SW_SW, 3D-SW_SW_SW_homo,
+                     3D-SW_SW_SW_hetero, 3D-FC_Ring_SW, 4D-Ring_SW_SW_SW, 4D-Ring_FC_Ring_SW
+  --size S           bytes: All-Reduce the vector, Reduce-Scatter each rank's input (all
+                     blocks), All-Gather each rank's output. Suffixes K, M, G, T (or KB, MB,
+                     ...) are decimal, KiB, MiB, GiB, TiB binary: 64M, 1G, 100MB, 1.5GiB, 1e8
+  --collective C     allreduce (default), reduce_scatter, allgather
+  --chunks N         chunks the collective is split into (default 64)
+  --policy P         themis (default): Algorithm 1, least-loaded dimension first;
+                     baseline: every chunk takes the fixed hierarchical order
+                     (Reduce-Scatter on dim 0, 1, ..., All-Gather the reverse)
+  --intra I          order of ready stages on a dimension: scf (default, smallest chunk
+                     first) or fifo
+  --max-active K     stages running at once per dimension, sharing its bandwidth (default 1)
+  --load-model M     what the scheduler charges a dimension per stage: latency (default,
+                     bandwidth time + steps x latency) or reference (bandwidth time only,
+                     the paper's reference implementation)
+  --bandwidth-only   set every latency to zero (the model the paper's averages come from)
+  --orders N         show the dimension orders of the first N chunks (default 8)
+  --timeline FILE    write an SVG timeline: one lane per dimension, one rectangle per
+                     stage, coloured by chunk, Reduce-Scatter solid, All-Gather hatched
+  --csv FILE         write every stage as CSV: chunk,stage,dim,phase,input_bytes,ready_us,
+                     start_us,end_us (in start order)
+
+The paper's microbenchmark (--paper): All-Reduce of 100 MB, 250 MB, 500 MB and 1 GB
+(decimal) in 64 chunks with K = 1 on the six Table 2 topologies, for the policies baseline
+(baseline order, FIFO), themis_fifo and themis_scf, under three latency models:
+  bandwidth_only     no latency; scheduler load model reference (the paper's averages)
+  table2_reference   Table 2 latencies; scheduler load model reference
+  table2_latency     Table 2 latencies; scheduler load model latency
+It prints utilization (ideal time / predicted time) per run, the Themis+SCF speedup over
+the baseline, per-topology and overall averages. --csv FILE writes one row per run,
+  topology,size_bytes,latency_model,policy,time_us,ideal_us,utilization
+with utilization a fraction; averages are not written as rows (every column stays a plain
+number or label), they are the mean of the rows.
+
+Exit status: 0 done, 1 a file could not be written, 2 a bad command line.
+)";
+
+// A bad command line: main prints it as one line and exits with status 2.
+class UsageError : public std::runtime_error {
+  public:
+    using std::runtime_error::runtime_error;
+};
+
+struct Options {
+    bool help = false, paper = false, bandwidth_only = false;
+    std::string topology; // as given: a paper name or a spec
+    SimCase run;          // everything but the topology
+    std::string timeline_path, csv_path;
+    int orders = 8;
+    std::set<std::string> given; // option names seen
+};
+
+std::string lower(std::string s) {
+    std::transform(s.begin(), s.end(), s.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return s;
+}
+
+int parse_int(const std::string &option, const std::string &text, int lo, int hi) {
+    errno = 0;
+    char *end = nullptr;
+    const long v = std::strtol(text.c_str(), &end, 10);
+    if (text.empty() || *end != '\0' || errno == ERANGE || v < lo || v > hi)
+        throw UsageError("--" + option + ": expected a whole number from " + std::to_string(lo) +
+                         " to " + std::to_string(hi) + ", got \"" + text + "\"");
+    return static_cast<int>(v);
+}
+
+// Bytes: a number and an optional unit, with or without its trailing B: K, M, G, T are
+// decimal, Ki, Mi, Gi, Ti binary (64M, 1G, 100MB, 1.5GiB, 1e8).
+double parse_size(const std::string &text) {
+    static const std::pair<const char *, double> prefixes[] = {
+        {"", 1},        {"k", 1e3},     {"m", 1e6},     {"g", 1e9},    {"t", 1e12},
+        {"ki", 0x1p10}, {"mi", 0x1p20}, {"gi", 0x1p30}, {"ti", 0x1p40}};
+    const std::string bad =
+        "--size: expected bytes such as 64M, 1G, 100MB or 1.5GiB, got \"" + text + "\"";
+    char *end = nullptr;
+    const double number = std::strtod(text.c_str(), &end);
+    if (end == text.c_str() || !std::isfinite(number) || number <= 0) throw UsageError(bad);
+    std::string prefix = lower(end);
+    if (!prefix.empty() && prefix.back() == 'b') prefix.pop_back();
+    const auto *p = std::find_if(std::begin(prefixes), std::end(prefixes),
+                                 [&](const auto &x) { return prefix == x.first; });
+    if (p == std::end(prefixes))
+        throw UsageError(bad + " (unknown unit \"" + std::string(end) + "\")");
+    const double bytes = std::round(number * p->second);
+    if (bytes < 1 || bytes > 1e15)
+        throw UsageError("--size: expected 1 byte to 1 PB, got \"" + text + "\"");
+    return bytes;
+}
+
+template <typename T>
+T parse_choice(const std::string &option, const std::string &text,
+               std::initializer_list<std::pair<const char *, T>> choices) {
+    std::string valid;
+    for (const auto &c : choices) {
+        if (lower(text) == c.first) return c.second;
+        valid += (valid.empty() ? "" : ", ") + std::string(c.first);
+    }
+    throw UsageError("--" + option + ": expected one of " + valid + ", got \"" + text + "\"");
+}
+
+// Every option: its name, whether it takes a value, and what it sets.
+struct OptionSpec {
+    const char *name;
+    bool takes_value;
+    std::function<void(Options &, const std::string &)> apply;
+};
+
+const std::vector<OptionSpec> &option_specs() {
+    static const std::vector<OptionSpec> specs = {
+        {"help", false, [](Options &o, const std::string &) { o.help = true; }},
+        {"paper", false, [](Options &o, const std::string &) { o.paper = true; }},
+        {"bandwidth-only", false, [](Options &o, const std::string &) { o.bandwidth_only = true; }},
+        {"topology", true, [](Options &o, const std::string &v) { o.topology = v; }},
+        {"size", true, [](Options &o, const std::string &v) { o.run.bytes = parse_size(v); }},
+        {"chunks", true,
+         [](Options &o, const std::string &v) {
+             o.run.chunks = parse_int("chunks", v, 1, 1 << 20);
+         }},
+        {"collective", true,
+         [](Options &o, const std::string &v) {
+             o.run.collective =
+                 parse_choice<Collective>("collective", v,
+                                          {{"allreduce", Collective::AllReduce},
+                                           {"reduce_scatter", Collective::ReduceScatter},
+                                           {"allgather", Collective::AllGather}});
+         }},
+        {"policy", true,
+         [](Options &o, const std::string &v) {
+             o.run.scheduler.policy = parse_choice<Policy>(
+                 "policy", v, {{"baseline", Policy::Baseline}, {"themis", Policy::Themis}});
+         }},
+        {"intra", true,
+         [](Options &o, const std::string &v) {
+             o.run.ordering.intra = parse_choice<IntraPolicy>(
+                 "intra", v, {{"fifo", IntraPolicy::Fifo}, {"scf", IntraPolicy::Scf}});
+         }},
+        {"max-active", true,
+         [](Options &o, const std::string &v) {
+             o.run.ordering.max_active = parse_int("max-active", v, 1, 1024);
+         }},
+        {"load-model", true,
+         [](Options &o, const std::string &v) {
+             o.run.scheduler.load_model = parse_choice<LoadModel>(
+                 "load-model", v,
+                 {{"reference", LoadModel::Reference}, {"latency", LoadModel::Latency}});
+         }},
+        {"orders", true,
+         [](Options &o, const std::string &v) { o.orders = parse_int("orders", v, 0, 1 << 20); }},
+        {"timeline", true, [](Options &o, const std::string &v) { o.timeline_path = v; }},
+        {"csv", true, [](Options &o, const std::string &v) { o.csv_path = v; }},
+    };
+    return specs;
+}
+
+// Applies one "--name[=value]" argument, taking the value from the next one if needed.
+void apply_option(Options &o, int argc, char **argv, int &i) {
+    std::string arg = argv[i], value;
+    if (arg == "-h") arg = "--help";
+    if (arg.rfind("--", 0) != 0) throw UsageError("unexpected argument \"" + arg + "\"");
+    std::string name = arg.substr(2);
+    const auto eq = name.find('=');
+    const bool inline_value = eq != std::string::npos;
+    if (inline_value) {
+        value = name.substr(eq + 1);
+        name.resize(eq);
+    }
+    const auto &specs = option_specs();
+    const auto spec = std::find_if(specs.begin(), specs.end(),
+                                   [&](const OptionSpec &s) { return name == s.name; });
+    if (spec == specs.end()) throw UsageError("unknown option \"--" + name + "\"");
+    if (!o.given.insert(name).second) throw UsageError("--" + name + " given twice");
+    if (spec->takes_value && !inline_value) {
+        if (i + 1 >= argc) throw UsageError("--" + name + " needs a value");
+        value = argv[++i];
+    } else if (!spec->takes_value && inline_value) {
+        throw UsageError("--" + name + " takes no value");
+    }
+    spec->apply(o, value);
+}
+
+Topology resolve_topology(const std::string &text, bool bandwidth_only) {
+    Topology topo;
+    if (auto paper = paper_topology(text)) {
+        topo = *paper;
+    } else {
+        try {
+            topo = parse_topology(text);
+        } catch (const SpecError &e) {
+            throw UsageError("--topology \"" + text + "\": " + e.what() +
+                             " (or give a paper topology name, see --help)");
+        }
+    }
+    return bandwidth_only ? topo.without_latency() : topo;
+}
+
+Options parse_args(int argc, char **argv) {
+    Options o;
+    for (int i = 1; i < argc; ++i) apply_option(o, argc, argv, i);
+    if (o.help) return o;
+    if (o.paper) {
+        for (const auto &name : o.given)
+            if (name != "paper" && name != "csv")
+                throw UsageError("--paper runs a fixed set of cases and takes only --csv, not --" +
+                                 name);
+        return o;
+    }
+    for (const char *required : {"topology", "size"})
+        if (!o.given.count(required))
+            throw UsageError(std::string("missing --") + required +
+                             ": one run needs --topology and --size (or run --paper)");
+    o.run.topology = resolve_topology(o.topology, o.bandwidth_only);
+    return o;
+}
+
+void write_file(const std::string &path, const std::string &content) {
+    std::ofstream f(path, std::ios::binary);
+    f << content;
+    f.close();
+    if (!f) throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
+}
+
+// ---------------------------------------------------------------------------------------
+// One run: the summary
+
+// How the network is named to the reader: as the user gave it.
+std::string topology_label(const Options &o) {
+    return o.topology + (o.bandwidth_only ? " (bandwidth only)" : "");
+}
+
+std::string join(const std::vector<int> &v) {
+    std::string s;
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+    return s;
+}
+
+void print_case(std::ostream &out, const Options &o, const SimResult &r) {
+    const SimCase &c = o.run;
+    out << "topology     " << topology_label(o) << ", " << c.topology.size() << " ranks\n"
+        << "             " << c.topology.to_spec() << "\n"
+        << "collective   " << collective_name(c.collective) << " of " << format_si(c.bytes, "B")
+        << " (" << static_cast<uint64_t>(c.bytes) << " B) in " << r.schedule.size() << " chunks\n"
+        << "policy       " << policy_name(c.scheduler.policy) << ", load model "
+        << load_model_name(c.scheduler.load_model) << ", intra "
+        << intra_policy_name(c.ordering.intra) << ", K = " << c.ordering.max_active << "\n"
+        << "predicted    " << format_si(r.ordering.makespan, "s") << "\n"
+        << "ideal        " << format_si(r.ideal, "s") << "\n";
+    char buf[64];
+    snprintf(buf, sizeof buf, "%.2f %%", 100 * r.utilization());
+    out << "utilization  " << buf << "\n\n";
+}
+
+void print_dims(std::ostream &out, const SimCase &c, const SimResult &r) {
+    std::vector<int> stages(c.topology.num_dims(), 0);
+    for (const StageRun &run : r.ordering.runs) ++stages[run.dim];
+    char buf[200];
+    snprintf(buf, sizeof buf, "%-4s %6s  %-7s %13s %10s %7s %12s %7s\n", "dim", "peers", "alg",
+             "bandwidth", "latency", "stages", "busy", "busy %");
+    out << buf;
+    for (int d = 0; d < c.topology.num_dims(); ++d) {
+        const Dimension &dim = c.topology.dim(d);
+        const double busy = r.ordering.busy[d];
+        const double fraction = r.ordering.makespan > 0 ? busy / r.ordering.makespan : 0;
+        snprintf(buf, sizeof buf, "%-4d %6d  %-7s %13s %10s %7d %12s %7.2f\n", d, dim.peers,
+                 algorithm_name(dim.algorithm), format_si(dim.bandwidth, "B/s").c_str(),
+                 format_si(dim.latency, "s").c_str(), stages[d], format_si(busy, "s").c_str(),
+                 100 * fraction);
+        out << buf;
+    }
+    out << "\n";
+}
+
+void print_orders(std::ostream &out, const SimResult &r, int count) {
+    const size_t shown = std::min(r.schedule.size(), static_cast<size_t>(count));
+    if (shown == 0 || r.ordering.runs.empty()) return; // no chunk has a stage to show
+    out << "dimension orders of the first " << shown << " of " << r.schedule.size() << " chunks:\n";
+    for (size_t k = 0; k < shown; ++k) {
+        const ChunkSchedule &chunk = r.schedule[k];
+        out << "  chunk " << k << " (" << format_si(chunk.bytes, "B") << "):";
+        const auto rs = rs_order(chunk), ag = ag_order(chunk);
+        if (!rs.empty()) out << " RS " << join(rs);
+        if (!ag.empty()) out << " AG " << join(ag);
+        out << "\n";
+    }
+}
+
+std::string stages_csv(const SimResult &r) {
+    std::vector<StageRun> runs = r.ordering.runs;
+    std::stable_sort(runs.begin(), runs.end(),
+                     [](const StageRun &a, const StageRun &b) { return a.start < b.start; });
+    std::ostringstream out;
+    out << "chunk,stage,dim,phase,input_bytes,ready_us,start_us,end_us\n";
+    char buf[256];
+    for (const StageRun &run : runs) {
+        const Stage &s = r.schedule[run.ref.chunk].stages[run.ref.stage];
+        snprintf(buf, sizeof buf, "%d,%d,%d,%s,%.3f,%.6f,%.6f,%.6f\n", run.ref.chunk, run.ref.stage,
+                 run.dim, phase_name(s.phase), s.input_bytes, run.ready * 1e6, run.start * 1e6,
+                 run.end * 1e6);
+        out << buf;
+    }
+    return out.str();
+}
+
+int run_one(const Options &o) {
+    const SimResult r = simulate(o.run);
+    print_case(std::cout, o, r);
+    print_dims(std::cout, o.run, r);
+    print_orders(std::cout, r, o.orders);
+    if (!o.timeline_path.empty())
+        write_file(o.timeline_path, timeline_svg(o.run, r, topology_label(o)));
+    if (!o.csv_path.empty()) write_file(o.csv_path, stages_csv(r));
+    return 0;
+}
+
+int run_paper_benchmark(const Options &o) {
+    const std::vector<PaperRun> runs = run_paper();
+    print_paper(std::cout, runs);
+    if (!o.csv_path.empty()) {
+        std::ostringstream csv;
+        write_paper_csv(csv, runs);
+        write_file(o.csv_path, csv.str());
+    }
+    return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+    try {
+        const Options o = parse_args(argc, argv);
+        if (o.help) {
+            std::cout << kHelp;
+            return 0;
+        }
+        return o.paper ? run_paper_benchmark(o) : run_one(o);
+    } catch (const UsageError &e) {
+        std::cerr << "themis-sim: " << e.what() << "\n";
+        return 2;
+    } catch (const std::exception &e) {
+        std::cerr << "themis-sim: " << e.what() << "\n";
+        return 1;
+    }
+}
