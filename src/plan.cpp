@@ -123,7 +123,8 @@ std::vector<int> free_dims(const Topology &topo, const ChunkSchedule &chunk, int
 int effective_chunks(const PlanRequest &req) {
     uint64_t most = 0;
     for (uint64_t c : req.block_counts) most = std::max(most, c);
-    return static_cast<int>(std::max<uint64_t>(1, std::min<uint64_t>(req.chunks, most)));
+    const uint64_t requested = static_cast<uint64_t>(std::max(1, req.chunks));
+    return static_cast<int>(std::max<uint64_t>(1, std::min(requested, most)));
 }
 
 std::vector<std::vector<ByteRange>> piece_layout(const Topology &topo, const PlanRequest &req,

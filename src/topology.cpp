@@ -82,8 +82,11 @@ std::string with_unit(double value, const std::vector<Scale> &units, Parse parse
         std::string text = exact(number) + u.name;
         if (number >= 1 && parse(text) == value) return text;
     }
-    const Scale &last = units.back();
-    return exact(value * last.divisor / last.multiplier) + last.name;
+    // No scaled unit reads back exactly: the unscaled one always does.
+    const Scale &plain = units.front().multiplier == 1 && units.front().divisor == 1
+                             ? units.front()
+                             : units.back();
+    return exact(value) + plain.name;
 }
 
 } // namespace
@@ -258,7 +261,13 @@ Topology parse_topology(const std::string &spec) {
     if (peer_texts.size() > 16)
         throw SpecError("peers: at most 16 dimensions, got " + std::to_string(peer_texts.size()));
     std::vector<Dimension> dims(peer_texts.size());
-    for (size_t d = 0; d < dims.size(); ++d) dims[d].peers = parse_peers(peer_texts[d], int(d));
+    uint64_t ranks = 1;
+    for (size_t d = 0; d < dims.size(); ++d) {
+        dims[d].peers = parse_peers(peer_texts[d], int(d));
+        ranks *= static_cast<uint64_t>(dims[d].peers);
+        if (ranks > (1u << 24))
+            throw SpecError("peers: the product of the dimension sizes must be at most 16777216");
+    }
     const int nd = static_cast<int>(dims.size());
 
     bool seen_bw = false, seen_lat = false, seen_alg = false;
@@ -296,10 +305,7 @@ Topology parse_topology(const std::string &spec) {
                             " algorithm: hd (halving-doubling) needs a power-of-two number of "
                             "peers, got " + std::to_string(n));
     }
-    Topology t(dims);
-    if (t.size() > (1 << 24))
-        throw SpecError("peers: the product of the dimension sizes must be at most 16777216");
-    return t;
+    return Topology(dims);
 }
 
 std::vector<std::string> paper_topology_names() {

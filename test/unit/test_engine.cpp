@@ -1,0 +1,679 @@
+// Unit tests of src/engine with the per-dimension algorithms (ring, halving-doubling,
+// direct): whole collectives run in-process over LoopbackNetwork and HostMemory, every
+// rank driven round-robin, results checked against a brute-force computation.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "engine.h"
+#include "host_memory.h"
+#include "loopback_transport.h"
+#include "plan.h"
+#include "test_support.h"
+
+using namespace themis;
+
+namespace {
+
+// ---------------------------------------------------------------------------------------
+// Reducers of the test
+
+template <typename T> class SumReducer : public Reducer {
+  public:
+    void reduce(void *dst, const void *src, size_t bytes) override {
+        EXPECT_EQ(bytes % sizeof(T), 0u) << "partial element reduced";
+        T *d = static_cast<T *>(dst);
+        const T *s = static_cast<const T *>(src);
+        for (size_t i = 0; i < bytes / sizeof(T); ++i) d[i] = s[i] + d[i];
+    }
+};
+
+class MaxReducer : public Reducer {
+  public:
+    void reduce(void *dst, const void *src, size_t bytes) override {
+        EXPECT_EQ(bytes % sizeof(int64_t), 0u) << "partial element reduced";
+        auto *d = static_cast<int64_t *>(dst);
+        auto *s = static_cast<const int64_t *>(src);
+        for (size_t i = 0; i < bytes / sizeof(int64_t); ++i) d[i] = std::max(d[i], s[i]);
+    }
+};
+
+// A Transport that forwards to another and records the (dimension, tag) of every message.
+class RecordingTransport : public Transport {
+  public:
+    explicit RecordingTransport(Transport &inner) : inner_(inner) {}
+    Request isend(int dim, int peer, const void *buf, size_t bytes, int tag) override {
+        tags.push_back({dim, tag});
+        return inner_.isend(dim, peer, buf, bytes, tag);
+    }
+    Request irecv(int dim, int peer, void *buf, size_t bytes, int tag) override {
+        tags.push_back({dim, tag});
+        return inner_.irecv(dim, peer, buf, bytes, tag);
+    }
+    bool test(Request req) override { return inner_.test(req); }
+    void progress() override { inner_.progress(); }
+
+    std::vector<std::pair<int, int>> tags;
+
+  private:
+    Transport &inner_;
+};
+
+// ---------------------------------------------------------------------------------------
+// The in-process world: one network, one HostMemory and one Engine per rank.
+
+struct Config {
+    Policy policy = Policy::Themis;
+    LoadModel model = LoadModel::Latency;
+    IntraPolicy intra = IntraPolicy::Scf;
+    int k = 1;
+    bool rendezvous = true;
+    int chunks = 64;
+};
+
+std::string describe(const std::string &spec, const Config &c) {
+    return spec + " " + policy_name(c.policy) + "(" + load_model_name(c.model) + ")+" +
+           intra_policy_name(c.intra) + " K=" + std::to_string(c.k) +
+           (c.rendezvous ? " rendezvous" : " eager") + " chunks=" + std::to_string(c.chunks);
+}
+
+struct World {
+    World(const Topology &t, const Config &c) : topo(t), config(c), net(t, c.rendezvous) {
+        for (int r = 0; r < t.size(); ++r) {
+            memory.push_back(std::make_unique<HostMemory>());
+            transports.push_back(std::make_unique<RecordingTransport>(net.transport(r)));
+            engines.push_back(std::make_unique<Engine>(t, *transports[r], *memory[r], c.k));
+        }
+    }
+    int size() const { return topo.size(); }
+
+    std::shared_ptr<const Plan> plan(Collective coll, std::vector<uint64_t> counts,
+                                     size_t element_size, int rank) {
+        PlanRequest req;
+        req.collective = coll;
+        req.element_size = element_size;
+        req.block_counts = std::move(counts);
+        req.chunks = config.chunks;
+        req.scheduler.policy = config.policy;
+        req.scheduler.load_model = config.model;
+        req.ordering.intra = config.intra;
+        req.ordering.max_active = config.k;
+        req.rank = rank;
+        auto p = std::make_shared<const Plan>(compile_plan(topo, req));
+        for (const auto &c : p->schedule) {
+            std::vector<int> o = coll == Collective::AllGather ? ag_order(c) : rs_order(c);
+            if (!std::is_sorted(o.begin(), o.end(), [&](int a, int b) {
+                    return coll == Collective::AllGather ? a > b : a < b;
+                }))
+                ++reordered_chunks;
+        }
+        return p;
+    }
+
+    // Nothing left behind: every message matched, every temporary buffer returned.
+    ::testing::AssertionResult clean() const {
+        if (net.unmatched() != 0)
+            return ::testing::AssertionFailure() << net.unmatched() << " unmatched messages";
+        for (int r = 0; r < size(); ++r)
+            for (auto [dim, tag] : transports[r]->tags)
+                if (dim < 0 || dim >= topo.num_dims() || tag < 0 || tag >= kTagLimit)
+                    return ::testing::AssertionFailure()
+                           << "rank " << r << " used dim " << dim << " tag " << tag;
+        for (int r = 0; r < size(); ++r)
+            if (memory[r]->outstanding() != 0)
+                return ::testing::AssertionFailure()
+                       << "rank " << r << " holds " << memory[r]->outstanding() << " buffers";
+        return ::testing::AssertionSuccess();
+    }
+
+    Topology topo;
+    Config config;
+    LoopbackNetwork net;
+    std::vector<std::unique_ptr<HostMemory>> memory;
+    std::vector<std::unique_ptr<RecordingTransport>> transports;
+    std::vector<std::unique_ptr<Engine>> engines;
+    long reordered_chunks = 0; // chunks of the plans made here not in the baseline order
+};
+
+constexpr long kRoundCap = 200000;
+
+// Calls progress() on every rank in turn until all are done; fails instead of hanging.
+::testing::AssertionResult drive(std::vector<std::unique_ptr<Execution>> &execs) {
+    for (long round = 0; round < kRoundCap; ++round) {
+        bool all = true;
+        for (auto &e : execs) all = e->progress() && all;
+        if (all) return ::testing::AssertionSuccess();
+    }
+    return ::testing::AssertionFailure() << "not complete after " << kRoundCap << " rounds";
+}
+
+// Runs one collective on every rank's buffer (the work buffer of the plan).
+template <typename T>
+::testing::AssertionResult run(World &w, Collective coll, const std::vector<uint64_t> &counts,
+                               std::vector<std::vector<T>> &buf, Reducer &reducer) {
+    std::vector<std::unique_ptr<Execution>> execs;
+    for (int r = 0; r < w.size(); ++r) {
+        auto p = w.plan(coll, counts, sizeof(T), r);
+        if (p->work_bytes != buf[r].size() * sizeof(T))
+            return ::testing::AssertionFailure() << "work buffer size mismatch";
+        execs.push_back(w.engines[r]->start(p, reinterpret_cast<char *>(buf[r].data()), reducer));
+    }
+    return drive(execs);
+}
+
+// Deterministic, rank- and position-dependent inputs.
+int64_t ival(int rank, uint64_t e) {
+    return static_cast<int64_t>((rank * 7919ull + e * 104729ull + rank * e) % 1000003ull) - 500000;
+}
+float fval(int rank, uint64_t e) {
+    return static_cast<float>(((rank * 31ull + e * 17ull) % 1009ull) / 1009.0 - 0.5);
+}
+
+// Uneven blocks summing to `total`: weights 0..3 by a seeded generator, remainder spread.
+std::vector<uint64_t> uneven_blocks(uint64_t total, int n, uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::vector<uint64_t> w(n);
+    uint64_t wsum = 0;
+    for (auto &x : w) wsum += (x = std::uniform_int_distribution<uint64_t>(0, 3)(rng));
+    if (wsum == 0) w[0] = wsum = 1;
+    std::vector<uint64_t> c(n);
+    uint64_t used = 0;
+    for (int r = 0; r < n; ++r) used += (c[r] = total * w[r] / wsum);
+    for (int r = 0; used < total; r = (r + 1) % n)
+        if (w[r]) ++c[r], ++used;
+    return c;
+}
+
+// ---------------------------------------------------------------------------------------
+// One collective, checked against brute force
+
+::testing::AssertionResult check_allreduce(World &w, uint64_t count) {
+    const int n = w.size();
+    std::vector<std::vector<int64_t>> buf(n, std::vector<int64_t>(count));
+    for (int r = 0; r < n; ++r)
+        for (uint64_t e = 0; e < count; ++e) buf[r][e] = ival(r, e);
+    SumReducer<int64_t> sum;
+    auto ok = run(w, Collective::AllReduce, {count}, buf, sum);
+    if (!ok) return ok;
+    for (uint64_t e = 0; e < count; ++e) {
+        int64_t want = 0;
+        for (int q = 0; q < n; ++q) want += ival(q, e);
+        for (int r = 0; r < n; ++r)
+            if (buf[r][e] != want)
+                return ::testing::AssertionFailure() << "allreduce rank " << r << " element " << e
+                                                     << ": " << buf[r][e] << " != " << want;
+    }
+    return w.clean();
+}
+
+::testing::AssertionResult check_reduce_scatter(World &w, const std::vector<uint64_t> &counts) {
+    const int n = w.size();
+    const uint64_t total = std::accumulate(counts.begin(), counts.end(), uint64_t(0));
+    std::vector<std::vector<int64_t>> buf(n, std::vector<int64_t>(total));
+    for (int r = 0; r < n; ++r)
+        for (uint64_t e = 0; e < total; ++e) buf[r][e] = ival(r, e);
+    SumReducer<int64_t> sum;
+    auto ok = run(w, Collective::ReduceScatter, counts, buf, sum);
+    if (!ok) return ok;
+    uint64_t displ = 0;
+    for (int r = 0; r < n; ++r) {
+        for (uint64_t e = displ; e < displ + counts[r]; ++e) {
+            int64_t want = 0;
+            for (int q = 0; q < n; ++q) want += ival(q, e);
+            if (buf[r][e] != want)
+                return ::testing::AssertionFailure() << "reduce_scatter rank " << r << " element "
+                                                     << e << ": " << buf[r][e] << " != " << want;
+        }
+        displ += counts[r];
+    }
+    return w.clean();
+}
+
+::testing::AssertionResult check_allgather(World &w, const std::vector<uint64_t> &counts) {
+    const int n = w.size();
+    std::vector<uint64_t> displ(n + 1, 0);
+    for (int r = 0; r < n; ++r) displ[r + 1] = displ[r] + counts[r];
+    std::vector<std::vector<int64_t>> buf(n, std::vector<int64_t>(displ[n], -7));
+    for (int r = 0; r < n; ++r)
+        for (uint64_t e = displ[r]; e < displ[r + 1]; ++e) buf[r][e] = ival(r, e);
+    SumReducer<int64_t> sum; // an All-Gather reduces nothing
+    auto ok = run(w, Collective::AllGather, counts, buf, sum);
+    if (!ok) return ok;
+    for (int r = 0; r < n; ++r)
+        for (int q = 0; q < n; ++q)
+            for (uint64_t e = displ[q]; e < displ[q + 1]; ++e)
+                if (buf[r][e] != ival(q, e))
+                    return ::testing::AssertionFailure()
+                           << "allgather rank " << r << " block of " << q << " element " << e;
+    return w.clean();
+}
+
+const char *kSpecs[] = {"4",
+                        "5",
+                        "2x4",
+                        "3x2",
+                        "2x3x2",
+                        "2x2x2:alg=direct,hd,ring",
+                        "4x2:alg=hd,direct",
+                        "8:alg=hd",
+                        "5:alg=direct"};
+
+std::vector<Config> sweep_configs() {
+    std::vector<Config> out;
+    const struct {
+        Policy policy;
+        LoadModel model;
+        IntraPolicy intra;
+    } variants[] = {{Policy::Baseline, LoadModel::Latency, IntraPolicy::Fifo},
+                    {Policy::Themis, LoadModel::Reference, IntraPolicy::Fifo},
+                    {Policy::Themis, LoadModel::Reference, IntraPolicy::Scf},
+                    {Policy::Themis, LoadModel::Latency, IntraPolicy::Scf}};
+    for (const auto &v : variants)
+        for (int k : {1, 3})
+            for (bool rendezvous : {true, false}) {
+                Config c;
+                c.policy = v.policy;
+                c.model = v.model;
+                c.intra = v.intra;
+                c.k = k;
+                c.rendezvous = rendezvous;
+                out.push_back(c);
+            }
+    return out;
+}
+
+// ---------------------------------------------------------------------------------------
+// The sweep: every topology x policy x intra x K x transport mode x count
+
+// Runs `check(world, count)` for every topology, configuration and count of the sweep. On
+// topologies with several dimensions Themis must have reordered some chunk somewhere, or
+// the sweep would prove little about non-baseline orders.
+template <typename Check> void sweep(Check check) {
+    for (const char *spec : kSpecs) {
+        Topology t = parse_topology(spec);
+        long reordered = 0;
+        for (const Config &c : sweep_configs())
+            for (uint64_t count : {uint64_t(1), uint64_t(7), uint64_t(t.size() - 1), uint64_t(1000),
+                                   uint64_t(100003)}) {
+                World w(t, c);
+                ASSERT_TRUE(check(w, count)) << describe(spec, c) << " count " << count;
+                reordered += w.reordered_chunks;
+            }
+        int active = 0;
+        for (const auto &d : t.dims()) active += d.peers > 1;
+        if (active > 1) {
+            EXPECT_GT(reordered, 0) << spec << ": no chunk left the baseline order";
+        }
+    }
+}
+
+TEST(EngineSweep, AllReduceMatchesBruteForce) {
+    sweep([](World &w, uint64_t count) { return check_allreduce(w, count); });
+}
+
+TEST(EngineSweep, ReduceScatterUnevenBlocksMatchesBruteForce) {
+    sweep([](World &w, uint64_t total) {
+        return check_reduce_scatter(w, uneven_blocks(total, w.size(), total));
+    });
+}
+
+TEST(EngineSweep, AllGatherUnevenBlocksMatchesBruteForce) {
+    sweep([](World &w, uint64_t total) {
+        return check_allgather(w, uneven_blocks(total, w.size(), total + 1));
+    });
+}
+
+TEST(EngineSweep, EqualBlocksReduceScatterAndAllGather) {
+    // MPI_Reduce_scatter_block / MPI_Allgather shapes: the same count on every rank.
+    for (const char *spec : kSpecs) {
+        Topology t = parse_topology(spec);
+        for (uint64_t each : {uint64_t(1), uint64_t(3), uint64_t(65)}) {
+            Config c;
+            c.k = 3;
+            World w(t, c);
+            std::vector<uint64_t> counts(t.size(), each);
+            ASSERT_TRUE(check_reduce_scatter(w, counts)) << spec << " each " << each;
+            ASSERT_TRUE(check_allgather(w, counts)) << spec << " each " << each;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Other reductions and element types
+
+TEST(EngineReducers, FloatSumWithinTolerance) {
+    for (const char *spec : {"2x4", "3x2", "2x2x2:alg=direct,hd,ring"}) {
+        Topology t = parse_topology(spec);
+        Config c;
+        c.k = 3;
+        World w(t, c);
+        const int n = t.size();
+        const uint64_t count = 4099;
+        std::vector<std::vector<float>> buf(n, std::vector<float>(count));
+        for (int r = 0; r < n; ++r)
+            for (uint64_t e = 0; e < count; ++e) buf[r][e] = fval(r, e);
+        SumReducer<float> sum;
+        ASSERT_TRUE(run(w, Collective::AllReduce, {count}, buf, sum)) << spec;
+        for (uint64_t e = 0; e < count; ++e) {
+            double want = 0;
+            for (int q = 0; q < n; ++q) want += fval(q, e);
+            for (int r = 0; r < n; ++r)
+                // n terms of magnitude <= 0.5 in float: error well under n * 0.5 * 2^-23 * n.
+                ASSERT_NEAR(buf[r][e], want, 1e-5) << spec << " rank " << r << " element " << e;
+            // Every rank ends with the very same bits (one reduction, then copies).
+            for (int r = 1; r < n; ++r) ASSERT_EQ(buf[r][e], buf[0][e]);
+        }
+        EXPECT_TRUE(w.clean());
+    }
+}
+
+TEST(EngineReducers, MaxAllReduceAndReduceScatter) {
+    for (const char *spec : {"5", "4x2:alg=hd,direct", "2x3x2"}) {
+        Topology t = parse_topology(spec);
+        Config c;
+        World w(t, c);
+        const int n = t.size();
+        const uint64_t count = 1234;
+        std::vector<std::vector<int64_t>> buf(n, std::vector<int64_t>(count));
+        for (int r = 0; r < n; ++r)
+            for (uint64_t e = 0; e < count; ++e) buf[r][e] = ival(r, e);
+        MaxReducer max;
+        ASSERT_TRUE(run(w, Collective::AllReduce, {count}, buf, max)) << spec;
+        for (uint64_t e = 0; e < count; ++e) {
+            int64_t want = ival(0, e);
+            for (int q = 1; q < n; ++q) want = std::max(want, ival(q, e));
+            for (int r = 0; r < n; ++r) ASSERT_EQ(buf[r][e], want) << spec << " element " << e;
+        }
+        auto counts = uneven_blocks(count, n, 9);
+        for (int r = 0; r < n; ++r)
+            for (uint64_t e = 0; e < count; ++e) buf[r][e] = ival(r, e);
+        ASSERT_TRUE(run(w, Collective::ReduceScatter, counts, buf, max)) << spec;
+        uint64_t displ = 0;
+        for (int r = 0; r < n; ++r) {
+            for (uint64_t e = displ; e < displ + counts[r]; ++e) {
+                int64_t want = ival(0, e);
+                for (int q = 1; q < n; ++q) want = std::max(want, ival(q, e));
+                ASSERT_EQ(buf[r][e], want) << spec << " rank " << r << " element " << e;
+            }
+            displ += counts[r];
+        }
+        EXPECT_TRUE(w.clean());
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Successive and concurrent collectives on the same Engines
+
+TEST(EngineSequence, BackToBackCollectivesEachRankStartsTheNextAtOnce) {
+    // Each rank starts its second collective as soon as its first is done, while its peers
+    // may still be in the first: the tags must keep the two apart. Eager mode lets a fast
+    // rank's sends of the second collective arrive early.
+    for (const char *spec : {"2x4", "3x2", "2x2x2:alg=direct,hd,ring", "5"}) {
+        for (bool rendezvous : {true, false}) {
+            Topology t = parse_topology(spec);
+            Config c;
+            c.rendezvous = rendezvous;
+            c.k = 3;
+            c.chunks = 8;
+            World w(t, c);
+            const int n = t.size();
+            const uint64_t count = 600;
+            // First an All-Reduce of a, then an All-Reduce of b, same sizes and tags pattern.
+            std::vector<std::vector<int64_t>> a(n, std::vector<int64_t>(count)), b = a;
+            for (int r = 0; r < n; ++r)
+                for (uint64_t e = 0; e < count; ++e) {
+                    a[r][e] = ival(r, e);
+                    b[r][e] = ival(r + 100, e) * 3;
+                }
+            SumReducer<int64_t> sum;
+            std::vector<std::unique_ptr<Execution>> first, second(n);
+            std::vector<size_t> mark(n); // where each rank's second collective's tags begin
+            for (int r = 0; r < n; ++r)
+                first.push_back(w.engines[r]->start(w.plan(Collective::AllReduce, {count}, 8, r),
+                                                    reinterpret_cast<char *>(a[r].data()), sum));
+            bool all = false;
+            for (long round = 0; round < kRoundCap && !all; ++round) {
+                all = true;
+                for (int r = 0; r < n; ++r) {
+                    if (!second[r]) {
+                        if (first[r]->progress()) {
+                            mark[r] = w.transports[r]->tags.size();
+                            second[r] =
+                                w.engines[r]->start(w.plan(Collective::AllReduce, {count}, 8, r),
+                                                    reinterpret_cast<char *>(b[r].data()), sum);
+                        }
+                        all = false;
+                    } else {
+                        all = second[r]->progress() && all;
+                    }
+                }
+            }
+            ASSERT_TRUE(all) << spec << " did not complete";
+            for (uint64_t e = 0; e < count; ++e) {
+                int64_t wa = 0, wb = 0;
+                for (int q = 0; q < n; ++q) {
+                    wa += ival(q, e);
+                    wb += ival(q + 100, e) * 3;
+                }
+                for (int r = 0; r < n; ++r) {
+                    ASSERT_EQ(a[r][e], wa) << spec << " first, rank " << r << " element " << e;
+                    ASSERT_EQ(b[r][e], wb) << spec << " second, rank " << r << " element " << e;
+                }
+            }
+            EXPECT_TRUE(w.clean()) << spec;
+            // The second collective used none of the first one's tags on any dimension.
+            for (int r = 0; r < n; ++r) {
+                const auto &tags = w.transports[r]->tags;
+                std::set<std::pair<int, int>> used_first(tags.begin(), tags.begin() + mark[r]);
+                ASSERT_FALSE(used_first.empty());
+                ASSERT_LT(mark[r], tags.size());
+                for (size_t i = mark[r]; i < tags.size(); ++i)
+                    ASSERT_EQ(used_first.count(tags[i]), 0u)
+                        << spec << " rank " << r << " reused dim " << tags[i].first << " tag "
+                        << tags[i].second;
+            }
+        }
+    }
+}
+
+TEST(EngineSequence, ManyCollectivesInARowOnTheSameEngines) {
+    Topology t = parse_topology("2x3x2");
+    Config c;
+    c.k = 2;
+    c.rendezvous = false;
+    World w(t, c);
+    for (int i = 0; i < 5; ++i) {
+        ASSERT_TRUE(check_allreduce(w, 333 + i)) << "call " << i;
+        ASSERT_TRUE(check_reduce_scatter(w, uneven_blocks(200 + i, t.size(), i))) << "call " << i;
+        ASSERT_TRUE(check_allgather(w, uneven_blocks(100 + i, t.size(), i))) << "call " << i;
+    }
+}
+
+TEST(EngineSequence, TwoCollectivesInFlightAtOnce) {
+    // Both started on every rank in the same order, then progressed together: odd ranks
+    // progress the second before the first, so only distinct tags keep them apart.
+    for (bool rendezvous : {true, false}) {
+        Topology t = parse_topology("4x2:alg=hd,direct");
+        Config c;
+        c.rendezvous = rendezvous;
+        World w(t, c);
+        const int n = t.size();
+        const uint64_t count = 500;
+        std::vector<std::vector<int64_t>> a(n, std::vector<int64_t>(count)), b = a;
+        for (int r = 0; r < n; ++r)
+            for (uint64_t e = 0; e < count; ++e) {
+                a[r][e] = ival(r, e);
+                b[r][e] = -ival(r, e + 1);
+            }
+        SumReducer<int64_t> sum;
+        std::vector<std::unique_ptr<Execution>> execs;
+        for (int r = 0; r < n; ++r) {
+            auto ea = w.engines[r]->start(w.plan(Collective::AllReduce, {count}, 8, r),
+                                          reinterpret_cast<char *>(a[r].data()), sum);
+            auto eb = w.engines[r]->start(w.plan(Collective::AllReduce, {count}, 8, r),
+                                          reinterpret_cast<char *>(b[r].data()), sum);
+            if (r % 2) std::swap(ea, eb);
+            execs.push_back(std::move(ea));
+            execs.push_back(std::move(eb));
+        }
+        ASSERT_TRUE(drive(execs));
+        for (uint64_t e = 0; e < count; ++e) {
+            int64_t wa = 0, wb = 0;
+            for (int q = 0; q < n; ++q) {
+                wa += ival(q, e);
+                wb -= ival(q, e + 1);
+            }
+            for (int r = 0; r < n; ++r) {
+                ASSERT_EQ(a[r][e], wa);
+                ASSERT_EQ(b[r][e], wb);
+            }
+        }
+        EXPECT_TRUE(w.clean());
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Edge cases
+
+TEST(EngineEdge, SingleRankIsANoOp) {
+    Topology t = parse_topology("1");
+    World w(t, Config{});
+    EXPECT_TRUE(check_allreduce(w, 10));
+    EXPECT_TRUE(check_reduce_scatter(w, {10}));
+    EXPECT_TRUE(check_allgather(w, {10}));
+    EXPECT_EQ(w.net.messages(), 0u);
+}
+
+TEST(EngineEdge, SinglePeerDimensionsAreSkipped) {
+    Topology t = parse_topology("1x3x1x2:alg=ring,direct,ring,hd");
+    for (const Config &c : sweep_configs()) {
+        World w(t, c);
+        ASSERT_TRUE(check_allreduce(w, 101)) << describe("1x3x1x2", c);
+        ASSERT_TRUE(check_reduce_scatter(w, uneven_blocks(50, t.size(), 3)))
+            << describe("1x3x1x2", c);
+    }
+}
+
+TEST(EngineEdge, ZeroBlocksEverywhereButOne) {
+    Topology t = parse_topology("2x3x2");
+    World w(t, Config{});
+    std::vector<uint64_t> counts(t.size(), 0);
+    counts[5] = 3;
+    EXPECT_TRUE(check_reduce_scatter(w, counts));
+    EXPECT_TRUE(check_allgather(w, counts));
+}
+
+TEST(EngineEdge, EngineRunDrivesASingleRankPlan) {
+    // Engine::run blocks until done, which in-process only works when no peer is needed.
+    Topology t = parse_topology("1x1");
+    LoopbackNetwork net(t, true);
+    HostMemory mem;
+    Engine engine(t, net.transport(0), mem, 1);
+    PlanRequest req;
+    req.collective = Collective::AllReduce;
+    req.element_size = 8;
+    req.block_counts = {4};
+    std::vector<int64_t> v = {1, 2, 3, 4};
+    SumReducer<int64_t> sum;
+    engine.run(std::make_shared<const Plan>(compile_plan(t, req)),
+               reinterpret_cast<char *>(v.data()), sum);
+    EXPECT_EQ(v, (std::vector<int64_t>{1, 2, 3, 4}));
+}
+
+TEST(EngineEdge, ExpectedMessageCountOfARingAllReduce) {
+    // One chunk, ring of 4: RS 3 steps + AG 3 steps, one message per rank per step:
+    // 4 ranks x 6 = 24 messages.
+    Topology t = parse_topology("4:alg=ring");
+    Config c;
+    c.chunks = 1;
+    World w(t, c);
+    ASSERT_TRUE(check_allreduce(w, 400));
+    EXPECT_EQ(w.net.messages(), 24u);
+}
+
+// ---------------------------------------------------------------------------------------
+// The support the engine runs on: LoopbackNetwork and HostMemory
+
+TEST(EngineSupportLoopback, RendezvousSendCompletesOnlyOnceReceived) {
+    Topology t = parse_topology("2");
+    LoopbackNetwork net(t, true);
+    int64_t out = 42, in = 0;
+    auto s = net.transport(0).isend(0, 1, &out, sizeof out, 5);
+    EXPECT_FALSE(net.transport(0).test(s));
+    EXPECT_EQ(net.unmatched(), 1u);
+    auto r = net.transport(1).irecv(0, 0, &in, sizeof in, 5);
+    EXPECT_TRUE(net.transport(1).test(r));
+    EXPECT_TRUE(net.transport(0).test(s));
+    EXPECT_EQ(in, 42);
+    EXPECT_EQ(net.unmatched(), 0u);
+    EXPECT_EQ(net.messages(), 1u);
+}
+
+TEST(EngineSupportLoopback, EagerSendCompletesAtOnceWithACopy) {
+    Topology t = parse_topology("2");
+    LoopbackNetwork net(t, false);
+    int64_t out = 42, in = 0;
+    auto s = net.transport(0).isend(0, 1, &out, sizeof out, 5);
+    EXPECT_TRUE(net.transport(0).test(s));
+    out = 7; // the send buffer is free again: the message keeps its own copy
+    auto r = net.transport(1).irecv(0, 0, &in, sizeof in, 5);
+    EXPECT_TRUE(net.transport(1).test(r));
+    EXPECT_EQ(in, 42);
+    EXPECT_EQ(net.unmatched(), 0u);
+}
+
+TEST(EngineSupportLoopback, MatchesByTagThenInPostingOrder) {
+    // Rank 0 = (0,0) sends to (0,1) on dim 1: tags 1, 2, then 1 again.
+    Topology t = parse_topology("2x2");
+    LoopbackNetwork net(t, false);
+    int64_t a = 1, b = 2, c = 3, x = 0, y = 0, z = 0;
+    Transport &src = net.transport(0), &dst = net.transport(2);
+    src.test(src.isend(1, 1, &a, 8, 1));
+    src.test(src.isend(1, 1, &b, 8, 2));
+    src.test(src.isend(1, 1, &c, 8, 1));
+    EXPECT_TRUE(dst.test(dst.irecv(1, 0, &y, 8, 2)));
+    EXPECT_TRUE(dst.test(dst.irecv(1, 0, &x, 8, 1)));
+    EXPECT_TRUE(dst.test(dst.irecv(1, 0, &z, 8, 1)));
+    EXPECT_EQ(x, 1);
+    EXPECT_EQ(y, 2);
+    EXPECT_EQ(z, 3);
+    // The same tag on the other dimension is a different channel.
+    int64_t w = 0;
+    auto r = net.transport(1).irecv(0, 0, &w, 8, 1);
+    EXPECT_FALSE(net.transport(1).test(r));
+    EXPECT_EQ(net.unmatched(), 1u);
+    net.transport(0).test(net.transport(0).isend(0, 1, &a, 8, 1));
+    EXPECT_TRUE(net.transport(1).test(r));
+    EXPECT_EQ(w, 1);
+}
+
+TEST(EngineSupportHostMemory, ReleasedBuffersAreReusedAndCounted) {
+    HostMemory mem;
+    void *a = mem.acquire(1000);
+    void *b = mem.acquire(1000);
+    EXPECT_NE(a, b);
+    EXPECT_EQ(mem.outstanding(), 2u);
+    mem.release(a, 1000);
+    EXPECT_EQ(mem.outstanding(), 1u);
+    EXPECT_EQ(mem.cached_bytes(), 1000u);
+    EXPECT_EQ(mem.acquire(900), a); // reused: not more than twice the size asked for
+    EXPECT_EQ(mem.cached_bytes(), 0u);
+    mem.release(a, 900);
+    void *c = mem.acquire(100); // 1000 > 2 x 100: a fresh buffer
+    EXPECT_NE(c, a);
+    mem.release(b, 1000);
+    mem.release(c, 100);
+    EXPECT_EQ(mem.outstanding(), 0u);
+    int64_t src[4] = {1, 2, 3, 4}, dst[4] = {};
+    mem.copy(dst, src, sizeof src);
+    EXPECT_EQ(dst[3], 4);
+}
+
+} // namespace

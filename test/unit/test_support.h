@@ -1,0 +1,78 @@
+// test_support: small helpers shared by the unit tests (no assertions about src/ here).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "topology.h"
+
+namespace themis_test {
+
+// A dimension built field by field, so a test states every number it relies on.
+inline themis::Dimension dim(int peers, double bandwidth, double latency = 0,
+                             themis::Algorithm alg = themis::Algorithm::Ring) {
+    themis::Dimension d;
+    d.peers = peers;
+    d.bandwidth = bandwidth;
+    d.latency = latency;
+    d.algorithm = alg;
+    return d;
+}
+
+inline bool is_power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
+
+// A random topology of 1..max_dims dimensions with 1..max_peers peers each, random
+// bandwidths (1..100 GB/s), latencies (0..10 us) and an algorithm valid for the peer count.
+inline themis::Topology random_topology(std::mt19937_64 &rng, int max_dims = 4, int max_peers = 8) {
+    std::uniform_int_distribution<int> ndims(1, max_dims), peers(1, max_peers), alg(0, 2);
+    std::uniform_real_distribution<double> bw(1e9, 100e9), lat(0, 10e-6);
+    std::vector<themis::Dimension> dims(ndims(rng));
+    for (auto &d : dims) {
+        d.peers = peers(rng);
+        d.bandwidth = bw(rng);
+        d.latency = lat(rng);
+        int a = alg(rng);
+        if (a == 1 && !is_power_of_two(d.peers)) a = 0;
+        d.algorithm = a == 0   ? themis::Algorithm::Ring
+                      : a == 1 ? themis::Algorithm::HalvingDoubling
+                               : themis::Algorithm::Direct;
+    }
+    return themis::Topology(dims);
+}
+
+// Coordinates by the documented rule (dimension 0 fastest), computed without Topology.
+inline std::vector<int> expected_coords(const std::vector<int> &peers, int rank) {
+    std::vector<int> c(peers.size());
+    for (size_t d = 0; d < peers.size(); ++d) {
+        c[d] = rank % peers[d];
+        rank /= peers[d];
+    }
+    return c;
+}
+
+inline int expected_rank(const std::vector<int> &peers, const std::vector<int> &coords) {
+    int rank = 0, stride = 1;
+    for (size_t d = 0; d < peers.size(); ++d) {
+        rank += coords[d] * stride;
+        stride *= peers[d];
+    }
+    return rank;
+}
+
+inline std::vector<int> peers_of(const themis::Topology &t) {
+    std::vector<int> p;
+    for (const auto &d : t.dims()) p.push_back(d.peers);
+    return p;
+}
+
+// Relative closeness for floats: |a-b| <= rel * max(|a|,|b|) (or both tiny).
+inline bool close_rel(double a, double b, double rel) {
+    double m = std::max(std::abs(a), std::abs(b));
+    return std::abs(a - b) <= rel * m || m < 1e-300;
+}
+
+} // namespace themis_test

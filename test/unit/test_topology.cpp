@@ -1,0 +1,391 @@
+// Unit tests of src/topology: rank <-> coordinates, the spec parser, paper topologies.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "test_support.h"
+#include "topology.h"
+
+using namespace themis;
+using themis_test::close_rel;
+
+namespace {
+
+// ---------------------------------------------------------------------------------------
+// Rank <-> coordinates (dimension 0 varies fastest)
+
+TEST(TopologyCoords, TwoByFourRankFiveIsCoordOneTwo) {
+    // rank = c0 + 2*c1: 5 = 1 + 2*2.
+    Topology t = parse_topology("2x4");
+    EXPECT_EQ(t.size(), 8);
+    EXPECT_EQ(t.coords(5), (std::vector<int>{1, 2}));
+    EXPECT_EQ(t.coord(5, 0), 1);
+    EXPECT_EQ(t.coord(5, 1), 2);
+    EXPECT_EQ(t.rank_of({1, 2}), 5);
+    // Consecutive ranks form dimension 0.
+    EXPECT_EQ(t.coords(0), (std::vector<int>{0, 0}));
+    EXPECT_EQ(t.coords(1), (std::vector<int>{1, 0}));
+    EXPECT_EQ(t.coords(2), (std::vector<int>{0, 1}));
+}
+
+TEST(TopologyCoords, ThreeDimRankMatchesMixedRadixFormula) {
+    // 3x4x5: rank = c0 + 3*c1 + 12*c2; rank 59 = 2 + 3*3 + 12*4.
+    Topology t = parse_topology("3x4x5");
+    EXPECT_EQ(t.size(), 60);
+    EXPECT_EQ(t.coords(59), (std::vector<int>{2, 3, 4}));
+    EXPECT_EQ(t.rank_of({1, 2, 3}), 1 + 3 * 2 + 12 * 3);
+}
+
+TEST(TopologyCoords, RoundTripOverEveryRankOfManyShapes) {
+    for (const char *spec :
+         {"1", "7", "2x4", "4x2", "3x1x5", "1x1", "2x2x2x2", "5x3x2", "16x8x8", "4x4x8x8"}) {
+        SCOPED_TRACE(spec);
+        Topology t = parse_topology(spec);
+        auto peers = themis_test::peers_of(t);
+        int n = 1;
+        for (int p : peers) n *= p;
+        ASSERT_EQ(t.size(), n);
+        for (int r = 0; r < n; ++r) {
+            auto c = t.coords(r);
+            ASSERT_EQ(c, themis_test::expected_coords(peers, r)) << "rank " << r;
+            ASSERT_EQ(t.rank_of(c), r);
+            for (int d = 0; d < t.num_dims(); ++d) ASSERT_EQ(t.coord(r, d), c[d]);
+        }
+    }
+}
+
+TEST(TopologyCoords, WithCoordChangesOnlyThatCoordinate) {
+    Topology t = parse_topology("3x4x2");
+    auto peers = themis_test::peers_of(t);
+    for (int r = 0; r < t.size(); ++r)
+        for (int d = 0; d < t.num_dims(); ++d)
+            for (int v = 0; v < peers[d]; ++v) {
+                auto c = themis_test::expected_coords(peers, r);
+                c[d] = v;
+                ASSERT_EQ(t.with_coord(r, d, v), themis_test::expected_rank(peers, c))
+                    << "rank " << r << " dim " << d << " value " << v;
+            }
+}
+
+TEST(TopologyCoords, EmptyTopologyHasOneRank) {
+    Topology t;
+    EXPECT_EQ(t.size(), 1);
+    EXPECT_EQ(t.num_dims(), 0);
+}
+
+TEST(TopologyBandwidth, TotalBandwidthSkipsSinglePeerDimensions) {
+    Topology t({themis_test::dim(4, 10), themis_test::dim(1, 1000), themis_test::dim(2, 5)});
+    EXPECT_DOUBLE_EQ(t.total_bandwidth(), 15.0);
+}
+
+TEST(TopologyBandwidth, WithoutLatencyZeroesOnlyLatencies) {
+    Topology t = parse_topology("2x4:bw=10Gbps,20Gbps:lat=3us,4us:alg=hd,direct");
+    Topology z = t.without_latency();
+    ASSERT_EQ(z.num_dims(), 2);
+    for (int d = 0; d < 2; ++d) {
+        EXPECT_EQ(z.dim(d).latency, 0.0);
+        EXPECT_EQ(z.dim(d).peers, t.dim(d).peers);
+        EXPECT_EQ(z.dim(d).bandwidth, t.dim(d).bandwidth);
+        EXPECT_EQ(z.dim(d).algorithm, t.dim(d).algorithm);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Spec parser: accepted specs
+
+TEST(TopologyParse, PeersOnlyKeepsDefaults) {
+    Topology t = parse_topology("2x4");
+    const Dimension def;
+    ASSERT_EQ(t.num_dims(), 2);
+    EXPECT_EQ(t.dim(0).peers, 2);
+    EXPECT_EQ(t.dim(1).peers, 4);
+    for (int d = 0; d < 2; ++d) {
+        EXPECT_EQ(t.dim(d).bandwidth, def.bandwidth);
+        EXPECT_EQ(t.dim(d).latency, def.latency);
+        EXPECT_EQ(t.dim(d).algorithm, def.algorithm);
+    }
+}
+
+TEST(TopologyParse, FullSpecWithPerDimensionLists) {
+    Topology t =
+        parse_topology("16x8x8:bw=1600Gbps,800Gbps,400Gbps:lat=700ns,700ns,1.7us:alg=hd,ring,hd");
+    ASSERT_EQ(t.num_dims(), 3);
+    EXPECT_EQ(t.size(), 1024);
+    // 1 Gbps = 1e9/8 bytes per second.
+    EXPECT_TRUE(close_rel(t.dim(0).bandwidth, 1600e9 / 8, 1e-12));
+    EXPECT_TRUE(close_rel(t.dim(1).bandwidth, 800e9 / 8, 1e-12));
+    EXPECT_TRUE(close_rel(t.dim(2).bandwidth, 400e9 / 8, 1e-12));
+    EXPECT_TRUE(close_rel(t.dim(0).latency, 700e-9, 1e-12));
+    EXPECT_TRUE(close_rel(t.dim(1).latency, 700e-9, 1e-12));
+    EXPECT_TRUE(close_rel(t.dim(2).latency, 1.7e-6, 1e-12));
+    EXPECT_EQ(t.dim(0).algorithm, Algorithm::HalvingDoubling);
+    EXPECT_EQ(t.dim(1).algorithm, Algorithm::Ring);
+    EXPECT_EQ(t.dim(2).algorithm, Algorithm::HalvingDoubling);
+}
+
+TEST(TopologyParse, SingleValueAppliesToAllDimensions) {
+    Topology t = parse_topology("2x3x4:bw=100Gbps:lat=2us:alg=direct");
+    ASSERT_EQ(t.num_dims(), 3);
+    for (int d = 0; d < 3; ++d) {
+        EXPECT_TRUE(close_rel(t.dim(d).bandwidth, 100e9 / 8, 1e-12)) << d;
+        EXPECT_TRUE(close_rel(t.dim(d).latency, 2e-6, 1e-12)) << d;
+        EXPECT_EQ(t.dim(d).algorithm, Algorithm::Direct) << d;
+    }
+}
+
+TEST(TopologyParse, SectionsInAnyOrderAndCaseInsensitive) {
+    Topology a = parse_topology("2X4:ALG=Ring,HD:Lat=1us:BW=8gbps");
+    EXPECT_EQ(a.dim(0).peers, 2);
+    EXPECT_EQ(a.dim(1).peers, 4);
+    EXPECT_EQ(a.dim(0).algorithm, Algorithm::Ring);
+    EXPECT_EQ(a.dim(1).algorithm, Algorithm::HalvingDoubling);
+    EXPECT_TRUE(close_rel(a.dim(1).bandwidth, 1e9, 1e-12));
+    EXPECT_TRUE(close_rel(a.dim(1).latency, 1e-6, 1e-12));
+}
+
+TEST(TopologyParse, BandwidthUnits) {
+    struct Case {
+        const char *text;
+        double bytes_per_s;
+    } cases[] = {
+        {"8", 1e9}, // no unit: Gbps
+        {"8bps", 1},    {"8kbps", 1e3},  {"8Mbps", 1e6},        {"8Gbps", 1e9},   {"8Tbps", 1e12},
+        {"8Mbit", 1e6}, {"8Gbit", 1e9},  {"3B/s", 3},           {"3KB/s", 3e3},   {"3MB/s", 3e6},
+        {"3GB/s", 3e9}, {"3TB/s", 3e12}, {"12.5 GB/s", 12.5e9}, {"1e3MB/s", 1e9},
+    };
+    for (const auto &c : cases) {
+        EXPECT_TRUE(close_rel(parse_bandwidth(c.text), c.bytes_per_s, 1e-12)) << c.text;
+        Topology t = parse_topology(std::string("4:bw=") + c.text);
+        EXPECT_TRUE(close_rel(t.dim(0).bandwidth, c.bytes_per_s, 1e-12)) << c.text;
+    }
+}
+
+TEST(TopologyParse, LatencyUnits) {
+    struct Case {
+        const char *text;
+        double seconds;
+    } cases[] = {
+        {"5", 5e-6}, // no unit: microseconds
+        {"5ns", 5e-9}, {"5us", 5e-6}, {"5ms", 5e-3}, {"5s", 5}, {"0", 0}, {"1.7us", 1.7e-6},
+    };
+    for (const auto &c : cases) {
+        EXPECT_TRUE(close_rel(parse_latency(c.text), c.seconds, 1e-12)) << c.text;
+        Topology t = parse_topology(std::string("4:lat=") + c.text);
+        EXPECT_TRUE(close_rel(t.dim(0).latency, c.seconds, 1e-12)) << c.text;
+    }
+}
+
+TEST(TopologyParse, AlgorithmNamesAndAliases) {
+    EXPECT_EQ(parse_algorithm("ring"), Algorithm::Ring);
+    EXPECT_EQ(parse_algorithm("hd"), Algorithm::HalvingDoubling);
+    EXPECT_EQ(parse_algorithm("halving-doubling"), Algorithm::HalvingDoubling);
+    EXPECT_EQ(parse_algorithm("direct"), Algorithm::Direct);
+    EXPECT_EQ(parse_algorithm("fc"), Algorithm::Direct);
+    for (Algorithm a : {Algorithm::Ring, Algorithm::HalvingDoubling, Algorithm::Direct})
+        EXPECT_EQ(parse_algorithm(algorithm_name(a)), a);
+}
+
+TEST(TopologyParse, HalvingDoublingAcceptedOnPowersOfTwoAndSinglePeer) {
+    EXPECT_NO_THROW(parse_topology("1x2x4x8:alg=hd"));
+    EXPECT_NO_THROW(parse_topology("3x4:alg=ring,hd"));
+}
+
+// ---------------------------------------------------------------------------------------
+// to_spec round trip
+
+TEST(TopologySpec, ToSpecParsesBackToTheSameTopology) {
+    for (const char *spec :
+         {"2x4", "16x8x8:bw=1600Gbps,800Gbps,400Gbps:lat=700ns,700ns,1.7us:alg=hd,ring,hd",
+          "5:bw=3.3MB/s:lat=0", "3x1x2:alg=direct,ring,hd:lat=0.1ns"}) {
+        Topology t = parse_topology(spec);
+        EXPECT_EQ(parse_topology(t.to_spec()), t) << spec << " -> " << t.to_spec();
+    }
+}
+
+TEST(TopologySpec, ToSpecRoundTripsRandomBitPatterns) {
+    std::mt19937_64 rng(7);
+    for (int i = 0; i < 200; ++i) {
+        Topology t = themis_test::random_topology(rng);
+        Topology back = parse_topology(t.to_spec());
+        ASSERT_EQ(back, t) << t.to_spec();
+        // operator== must compare the exact numbers, so check them ourselves too.
+        for (int d = 0; d < t.num_dims(); ++d) {
+            ASSERT_EQ(back.dim(d).bandwidth, t.dim(d).bandwidth);
+            ASSERT_EQ(back.dim(d).latency, t.dim(d).latency);
+        }
+    }
+}
+
+TEST(TopologySpec, EqualityAndFingerprintSeeEveryField) {
+    Topology base({themis_test::dim(4, 10e9, 1e-6, Algorithm::Ring),
+                   themis_test::dim(2, 5e9, 2e-6, Algorithm::Direct)});
+    std::vector<Topology> variants = {
+        Topology({themis_test::dim(4, 10e9, 1e-6, Algorithm::HalvingDoubling),
+                  themis_test::dim(2, 5e9, 2e-6, Algorithm::Direct)}),
+        Topology({themis_test::dim(4, 10e9, 1e-6, Algorithm::Ring),
+                  themis_test::dim(2, 5e9 * (1 + 1e-15), 2e-6, Algorithm::Direct)}),
+        Topology({themis_test::dim(4, 10e9, 1e-6, Algorithm::Ring),
+                  themis_test::dim(2, 5e9, 3e-6, Algorithm::Direct)}),
+        Topology({themis_test::dim(2, 10e9, 1e-6, Algorithm::Ring),
+                  themis_test::dim(4, 5e9, 2e-6, Algorithm::Direct)}),
+        Topology({themis_test::dim(4, 10e9, 1e-6, Algorithm::Ring)}),
+    };
+    Topology same({themis_test::dim(4, 10e9, 1e-6, Algorithm::Ring),
+                   themis_test::dim(2, 5e9, 2e-6, Algorithm::Direct)});
+    EXPECT_TRUE(base == same);
+    EXPECT_EQ(base.fingerprint(), same.fingerprint());
+    for (size_t i = 0; i < variants.size(); ++i) {
+        EXPECT_FALSE(base == variants[i]) << i;
+        EXPECT_NE(base.fingerprint(), variants[i].fingerprint()) << i;
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The paper's Table 2
+
+TEST(TopologyPaper, SixTopologiesMatchTable2) {
+    enum Kind { SW, Ring, FC };
+    struct Row {
+        const char *name;
+        std::vector<int> peers;
+        std::vector<double> link_gbps;
+        std::vector<int> links;
+        std::vector<double> latency_ns;
+        std::vector<Kind> kinds;
+    } rows[] = {
+        {"2D-SW_SW", {16, 64}, {200, 800}, {6, 1}, {700, 1700}, {SW, SW}},
+        {"3D-SW_SW_SW_homo",
+         {16, 8, 8},
+         {200, 200, 800},
+         {4, 4, 1},
+         {700, 700, 1700},
+         {SW, SW, SW}},
+        {"3D-SW_SW_SW_hetero",
+         {16, 8, 8},
+         {200, 200, 400},
+         {8, 4, 1},
+         {700, 700, 1700},
+         {SW, SW, SW}},
+        {"3D-FC_Ring_SW", {8, 16, 8}, {200, 200, 400}, {7, 4, 1}, {700, 700, 1700}, {FC, Ring, SW}},
+        {"4D-Ring_SW_SW_SW",
+         {4, 4, 8, 8},
+         {1000, 200, 200, 400},
+         {2, 8, 4, 1},
+         {20, 700, 700, 1700},
+         {Ring, SW, SW, SW}},
+        {"4D-Ring_FC_Ring_SW",
+         {4, 8, 4, 8},
+         {1500, 200, 200, 800},
+         {2, 7, 6, 1},
+         {20, 700, 700, 1700},
+         {Ring, FC, Ring, SW}},
+    };
+    auto names = paper_topology_names();
+    ASSERT_EQ(names.size(), 6u);
+    for (const auto &row : rows) {
+        SCOPED_TRACE(row.name);
+        EXPECT_NE(std::find(names.begin(), names.end(), row.name), names.end());
+        auto t = paper_topology(row.name);
+        ASSERT_TRUE(t.has_value());
+        EXPECT_EQ(t->size(), 1024);
+        ASSERT_EQ(t->num_dims(), static_cast<int>(row.peers.size()));
+        for (int d = 0; d < t->num_dims(); ++d) {
+            SCOPED_TRACE(d);
+            EXPECT_EQ(t->dim(d).peers, row.peers[d]);
+            // Per-NPU bandwidth = links x link bandwidth, in bytes per second.
+            EXPECT_TRUE(
+                close_rel(t->dim(d).bandwidth, row.links[d] * row.link_gbps[d] * 1e9 / 8, 1e-12))
+                << t->dim(d).bandwidth;
+            EXPECT_TRUE(close_rel(t->dim(d).latency, row.latency_ns[d] * 1e-9, 1e-12));
+            Algorithm want = row.kinds[d] == SW     ? Algorithm::HalvingDoubling
+                             : row.kinds[d] == Ring ? Algorithm::Ring
+                                                    : Algorithm::Direct;
+            EXPECT_EQ(t->dim(d).algorithm, want);
+        }
+    }
+}
+
+TEST(TopologyPaper, UnknownNameGivesNothing) {
+    EXPECT_FALSE(paper_topology("5D-nothing").has_value());
+    EXPECT_FALSE(paper_topology("").has_value());
+}
+
+// ---------------------------------------------------------------------------------------
+// Spec parser: malformed specs name the field at fault
+
+void expect_spec_error(const std::string &spec, std::vector<std::string> must_mention) {
+    SCOPED_TRACE("spec \"" + spec + "\"");
+    try {
+        parse_topology(spec);
+        ADD_FAILURE() << "accepted";
+    } catch (const SpecError &e) {
+        std::string msg = e.what();
+        for (const auto &word : must_mention)
+            EXPECT_NE(msg.find(word), std::string::npos)
+                << "message \"" << msg << "\" does not mention \"" << word << "\"";
+    } catch (const std::exception &e) {
+        ADD_FAILURE() << "threw something other than SpecError: " << e.what();
+    }
+}
+
+TEST(TopologySpecErrors, ZeroPeersNamesTheDimension) {
+    expect_spec_error("2x0", {"dimension 1", "peers"});
+}
+TEST(TopologySpecErrors, NonNumericPeersNamesTheDimension) {
+    expect_spec_error("2xa", {"dimension 1", "peers"});
+}
+TEST(TopologySpecErrors, EmptySpecNamesPeers) { expect_spec_error("", {"peers"}); }
+TEST(TopologySpecErrors, EmptyDimensionNamesPeers) {
+    expect_spec_error("2x4x", {"dimension 2", "peers"});
+    expect_spec_error("x4", {"dimension 0", "peers"});
+}
+TEST(TopologySpecErrors, NegativePeersRejected) { expect_spec_error("-2x4", {"peers"}); }
+TEST(TopologySpecErrors, WrongListLengthNamesTheKey) {
+    expect_spec_error("2x4:bw=1,2,3", {"bw", "3"});
+    expect_spec_error("2x4:lat=1,2,3", {"lat"});
+    expect_spec_error("2x4x2:alg=ring,hd", {"alg"});
+}
+TEST(TopologySpecErrors, BandwidthWithoutNumberNamesBandwidth) {
+    expect_spec_error("2x4:bw=fast", {"bandwidth", "fast"});
+}
+TEST(TopologySpecErrors, ZeroBandwidthRejected) { expect_spec_error("2x4:bw=0", {"bandwidth"}); }
+TEST(TopologySpecErrors, NegativeLatencyNamesLatency) {
+    expect_spec_error("2x4:lat=-1us", {"latency"});
+}
+TEST(TopologySpecErrors, NonFiniteNumbersRejected) {
+    expect_spec_error("2x4:bw=inf", {"bandwidth"});
+    expect_spec_error("2x4:lat=nan", {"latency"});
+    expect_spec_error("2x4:bw=1e400", {"bandwidth"});
+}
+TEST(TopologySpecErrors, HalvingDoublingOnNonPowerOfTwoNamesAlgorithm) {
+    expect_spec_error("3:alg=hd", {"dimension 0", "hd", "power"});
+    expect_spec_error("4x6:alg=ring,hd", {"dimension 1", "hd"});
+}
+TEST(TopologySpecErrors, UnknownAlgorithmNamed) {
+    expect_spec_error("2x4:alg=tree", {"algorithm", "tree"});
+}
+TEST(TopologySpecErrors, UnknownKeyNamed) { expect_spec_error("2x4:foo=1", {"foo"}); }
+TEST(TopologySpecErrors, SectionWithoutValueRejected) {
+    expect_spec_error("2x4:bw", {"bw"});
+    expect_spec_error("2x4:bw=", {"bandwidth"});
+}
+TEST(TopologySpecErrors, RepeatedKeyNamed) { expect_spec_error("2x4:bw=1:bw=2", {"bw", "twice"}); }
+TEST(TopologySpecErrors, UnknownUnitNamed) {
+    expect_spec_error("2x4:bw=10parsecs", {"bandwidth", "parsecs"});
+    expect_spec_error("2x4:lat=10fortnights", {"latency", "fortnights"});
+}
+TEST(TopologySpecErrors, TooManyRanksRejected) {
+    // 2^24 ranks is the documented maximum.
+    EXPECT_NO_THROW(parse_topology("4096x4096"));
+    expect_spec_error("4096x4096x2", {"peers"});
+}
+TEST(TopologySpecErrors, ProductOverflowingIntIsRejected) {
+    // Each factor is within the per-dimension limit, but the product (2^32, 2^48) does not
+    // fit in an int; the spec must still be refused rather than wrap around.
+    expect_spec_error("65536x65536", {"peers"});
+    expect_spec_error("16777216x16777216", {"peers"});
+}
+
+} // namespace
