@@ -118,6 +118,29 @@ std::vector<int> free_dims(const Topology &topo, const ChunkSchedule &chunk, int
     return free;
 }
 
+// All-Reduce pieces sit in the chunk's RS order, first dimension most significant, and
+// the free dimensions of every block are those after the stage's dimension in that order:
+// a block is then one run of consecutive pieces, from the rank with every free coordinate
+// 0 to the rank with every free coordinate at its maximum. Found in O(dimensions).
+bool is_suffix_of_order(const std::vector<int> &order, int dim, const std::vector<int> &free) {
+    auto at = std::find(order.begin(), order.end(), dim);
+    if (at == order.end()) return false;
+    std::vector<int> after(at + 1, order.end()), sorted_free = free;
+    std::sort(after.begin(), after.end());
+    std::sort(sorted_free.begin(), sorted_free.end());
+    return after == sorted_free;
+}
+
+ByteRange run_of_pieces(const Topology &topo, int base, const std::vector<int> &free,
+                        const std::vector<ByteRange> &pieces) {
+    int lo = base, hi = base;
+    for (int d : free) {
+        lo = topo.with_coord(lo, d, 0);
+        hi = topo.with_coord(hi, d, topo.dim(d).peers - 1);
+    }
+    return {pieces[lo].offset, pieces[hi].offset + pieces[hi].length - pieces[lo].offset};
+}
+
 } // namespace
 
 int effective_chunks(const PlanRequest &req) {
@@ -178,6 +201,7 @@ Plan compile_plan(const Topology &topo, const PlanRequest &req) {
     for (int k = 0; k < chunks; ++k) {
         first_op[k] = static_cast<int>(plan.ops.size());
         const ChunkSchedule &chunk = plan.schedule[k];
+        const std::vector<int> order = rs_order(chunk);
         for (int s = 0; s < static_cast<int>(chunk.stages.size()); ++s) {
             const Stage &stage = chunk.stages[s];
             PlanOp op;
@@ -188,11 +212,16 @@ Plan compile_plan(const Topology &topo, const PlanRequest &req) {
             op.my_block = topo.coord(req.rank, stage.dim);
             op.previous = s ? static_cast<int>(plan.ops.size()) - 1 : -1;
             const std::vector<int> free = free_dims(topo, chunk, s);
+            const bool contiguous = req.collective == Collective::AllReduce &&
+                                    is_suffix_of_order(order, stage.dim, free);
             op.block_begin.push_back(0);
             for (int j = 0; j < topo.dim(stage.dim).peers; ++j) {
+                const int base = topo.with_coord(req.rank, stage.dim, j);
                 std::vector<ByteRange> block;
-                for_each_rank(topo, topo.with_coord(req.rank, stage.dim, j), free,
-                              [&](int r) { block.push_back(pieces[k][r]); });
+                if (contiguous)
+                    block.push_back(run_of_pieces(topo, base, free, pieces[k]));
+                else
+                    for_each_rank(topo, base, free, [&](int r) { block.push_back(pieces[k][r]); });
                 coalesce(block);
                 op.ranges.insert(op.ranges.end(), block.begin(), block.end());
                 op.block_begin.push_back(static_cast<uint32_t>(op.ranges.size()));
