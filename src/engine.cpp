@@ -19,25 +19,48 @@ int Engine::next_tag_base(int d) {
 
 std::unique_ptr<Execution> Engine::start(std::shared_ptr<const Plan> plan, char *work,
                                          Reducer &reducer) {
-    auto exec = std::make_unique<Execution>(*this, std::move(plan), work, reducer);
+    return start(std::move(plan), work, reducer, RunOptions());
+}
+
+std::unique_ptr<Execution> Engine::start(std::shared_ptr<const Plan> plan, char *work,
+                                         Reducer &reducer, const RunOptions &options) {
+    auto exec = std::make_unique<Execution>(*this, std::move(plan), work, reducer, options);
     exec->progress();
     return exec;
 }
 
 void Engine::run(std::shared_ptr<const Plan> plan, char *work, Reducer &reducer) {
-    auto exec = start(std::move(plan), work, reducer);
+    run(std::move(plan), work, reducer, RunOptions());
+}
+
+void Engine::run(std::shared_ptr<const Plan> plan, char *work, Reducer &reducer,
+                 const RunOptions &options) {
+    auto exec = start(std::move(plan), work, reducer, options);
     while (!exec->progress()) transport_.progress();
 }
 
 Execution::Execution(Engine &engine, std::shared_ptr<const Plan> plan, char *work,
                      Reducer &reducer)
+    : Execution(engine, std::move(plan), work, reducer, RunOptions()) {}
+
+Execution::Execution(Engine &engine, std::shared_ptr<const Plan> plan, char *work,
+                     Reducer &reducer, const RunOptions &options)
     : engine_(engine), plan_(std::move(plan)), work_(work), reducer_(reducer),
+      memory_(options.memory ? *options.memory : engine.memory()), hooks_(options.hooks),
       next_(engine.topology().num_dims(), 0), active_(engine.topology().num_dims()),
       op_done_(plan_->ops.size(), false), tag_base_(plan_->ops.size(), 0),
       remaining_(plan_->ops.size()) {
     // Tags are numbered in each dimension's issue order, identical on every rank.
     for (size_t d = 0; d < plan_->dim_queue.size(); ++d)
         for (int op : plan_->dim_queue[d]) tag_base_[op] = engine_.next_tag_base(int(d));
+    if (hooks_) {
+        // Ops are grouped by chunk, stages in order: a chunk's last op is its last stage.
+        const auto &ops = plan_->ops;
+        last_stage_.resize(ops.size());
+        for (size_t i = 0; i < ops.size(); ++i)
+            last_stage_[i] = i + 1 == ops.size() || ops[i + 1].chunk != ops[i].chunk;
+        hooks_->begin(*plan_);
+    }
 }
 
 void Execution::start_ready_ops(int d) {
@@ -46,8 +69,9 @@ void Execution::start_ready_ops(int d) {
         const int op_index = queue[next_[d]];
         const PlanOp &op = plan_->ops[op_index];
         if (op.previous >= 0 && !op_done_[op.previous]) return; // strictly in order
-        StageContext ctx{engine_.transport(), reducer_, engine_.memory(), work_, op,
-                         engine_.topology().dim(d).peers, tag_base_[op_index]};
+        if (hooks_ && !hooks_->ready(op)) return; // its data is not in place yet
+        StageContext ctx{engine_.transport(), reducer_, memory_, work_, op,
+                         engine_.topology().dim(d).peers, tag_base_[op_index], hooks_};
         active_[d].push_back(
             {op_index, make_stage_algorithm(engine_.topology().dim(d).algorithm, ctx)});
         ++next_[d];
@@ -64,8 +88,13 @@ bool Execution::progress() {
             auto &active = active_[d];
             for (size_t i = 0; i < active.size();) {
                 if (active[i].algorithm->progress()) {
-                    op_done_[active[i].op] = true;
+                    const int done = active[i].op;
+                    op_done_[done] = true;
                     --remaining_;
+                    if (hooks_) {
+                        hooks_->stage_done(plan_->ops[done]);
+                        if (last_stage_[done]) hooks_->chunk_finished(plan_->ops[done].chunk);
+                    }
                     active.erase(active.begin() + static_cast<long>(i));
                     changed = true;
                 } else {

@@ -7,6 +7,12 @@
 //
 // One Engine per communicator: it numbers the ops of each dimension across calls, so the
 // tags of concurrent or successive collectives never meet.
+//
+// A call whose data does not simply sit in one host buffer (device memory staged through
+// host buffers, see staging.h) passes RunOptions: its own Memory for temporaries, and
+// ChunkHooks that say when a chunk's data is in place and where its bytes are. The ops,
+// their order and their messages stay exactly those of the plan, so ranks that use hooks
+// and ranks that do not run the same collective together.
 #pragma once
 
 #include <memory>
@@ -18,6 +24,32 @@
 #include "transport.h"
 
 namespace themis {
+
+// Per-chunk hooks of one execution: they let a caller keep a chunk's bytes elsewhere than
+// in the work buffer (staging.h) and say when they are in place.
+class ChunkHooks {
+  public:
+    virtual ~ChunkHooks() = default;
+    // Called once, before anything else, with the plan the execution runs.
+    virtual void begin(const Plan &plan) = 0;
+    // Whether `op` may start now: asked once the op is otherwise ready to start (head of its
+    // dimension's queue, a slot free, its chunk's previous stage done). False keeps the op,
+    // and the ops behind it in its queue, waiting; it is asked again on a later progress().
+    virtual bool ready(const PlanOp &op) = 0;
+    // Where the work buffer's bytes `range` of `op`'s chunk are while `op` runs (between
+    // ready() returning true and stage_done()); `range` is one of op.ranges.
+    virtual char *locate(const PlanOp &op, const ByteRange &range) = 0;
+    // `op` has completed on this rank.
+    virtual void stage_done(const PlanOp &op) = 0;
+    // The last stage of `chunk` has completed on this rank (after its stage_done).
+    virtual void chunk_finished(int chunk) = 0;
+};
+
+// How one call reaches its data; the defaults are the engine's Memory and the work buffer.
+struct RunOptions {
+    Memory *memory = nullptr;    // temporaries and packing copies
+    ChunkHooks *hooks = nullptr; // set: every byte is found through hooks->locate()
+};
 
 struct EngineServices {
     Transport &transport;
@@ -31,6 +63,8 @@ class Engine;
 class Execution {
   public:
     Execution(Engine &engine, std::shared_ptr<const Plan> plan, char *work, Reducer &reducer);
+    Execution(Engine &engine, std::shared_ptr<const Plan> plan, char *work, Reducer &reducer,
+              const RunOptions &options);
     bool progress();
     bool done() const { return remaining_ == 0; }
 
@@ -45,6 +79,9 @@ class Execution {
     std::shared_ptr<const Plan> plan_;
     char *work_;
     Reducer &reducer_;
+    Memory &memory_;
+    ChunkHooks *hooks_;
+    std::vector<bool> last_stage_; // per op, with hooks: the chunk's last stage
     std::vector<size_t> next_;               // per dimension: next position in dim_queue
     std::vector<std::vector<Active>> active_; // per dimension
     std::vector<bool> op_done_;
@@ -59,8 +96,12 @@ class Engine {
     // Starts a plan over the work buffer; `reducer` applies this call's op.
     std::unique_ptr<Execution> start(std::shared_ptr<const Plan> plan, char *work,
                                      Reducer &reducer);
+    std::unique_ptr<Execution> start(std::shared_ptr<const Plan> plan, char *work,
+                                     Reducer &reducer, const RunOptions &options);
     // Starts and drives a plan to completion.
     void run(std::shared_ptr<const Plan> plan, char *work, Reducer &reducer);
+    void run(std::shared_ptr<const Plan> plan, char *work, Reducer &reducer,
+             const RunOptions &options);
 
     const Topology &topology() const { return topo_; }
     Transport &transport() { return transport_; }

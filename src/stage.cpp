@@ -1,7 +1,13 @@
 // stage: transfers of block spans, shared by the per-dimension algorithms.
 #include "stage.h"
 
+#include "engine.h"
+
 namespace themis {
+
+char *StageContext::at(const ByteRange &range) const {
+    return hooks ? hooks->locate(op, range) : work + range.offset;
+}
 
 Transfer::Transfer(StageContext &ctx, Kind kind, int peer, int lo, int hi, int tag)
     : ctx_(ctx), kind_(kind) {
@@ -14,14 +20,14 @@ Transfer::Transfer(StageContext &ctx, Kind kind, int peer, int lo, int hi, int t
         return;
     }
     const bool direct = count_ == 1 && kind != Kind::ReceiveReduce;
-    char *buf = direct ? ctx.work + ranges_[0].offset : nullptr;
+    char *buf = direct ? ctx.at(ranges_[0]) : nullptr;
     if (!direct) temp_ = static_cast<char *>(ctx.memory.acquire(bytes_));
     const int dim = op.dim;
     if (kind == Kind::Send) {
         if (!direct) { // pack the span into one message
             size_t pos = 0;
             for (size_t i = 0; i < count_; ++i) {
-                ctx.memory.copy(temp_ + pos, ctx.work + ranges_[i].offset, ranges_[i].length);
+                ctx.memory.copy(temp_ + pos, ctx.at(ranges_[i]), ranges_[i].length);
                 pos += ranges_[i].length;
             }
         }
@@ -48,7 +54,7 @@ void Transfer::finish() {
     if (kind_ == Kind::Send || !temp_) return;
     size_t pos = 0;
     for (size_t i = 0; i < count_; ++i) {
-        char *dst = ctx_.work + ranges_[i].offset;
+        char *dst = ctx_.at(ranges_[i]);
         if (kind_ == Kind::ReceiveReduce)
             ctx_.reducer.reduce(dst, temp_ + pos, ranges_[i].length);
         else

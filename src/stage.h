@@ -15,6 +15,8 @@
 
 namespace themis {
 
+class ChunkHooks; // engine.h
+
 struct StageContext {
     Transport &transport;
     Reducer &reducer;
@@ -23,6 +25,10 @@ struct StageContext {
     const PlanOp &op;
     int peers;      // n_d
     int tag_base;   // tags tag_base .. tag_base + peers - 1 belong to this op
+    ChunkHooks *hooks = nullptr; // set: the bytes are where hooks->locate() says, not in work
+
+    // Where the bytes of `range` (one of op.ranges) are.
+    char *at(const ByteRange &range) const;
 };
 
 // One message of a stage: a span of blocks sent to, or received from, one peer.

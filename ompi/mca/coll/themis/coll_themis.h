@@ -23,6 +23,8 @@ enum { THEMIS_POLICY_BASELINE = 0, THEMIS_POLICY_THEMIS = 1 };
 enum { THEMIS_INTRA_FIFO = 0, THEMIS_INTRA_SCF = 1 };
 enum { THEMIS_LOAD_REFERENCE = 0, THEMIS_LOAD_LATENCY = 1 };
 enum { THEMIS_TRANSPORT_AUTO = 0, THEMIS_TRANSPORT_PML = 1, THEMIS_TRANSPORT_UCX = 2 };
+/* coll_themis_cuda: how device buffers move (only registered when built with CUDA). */
+enum { THEMIS_CUDA_AUTO = 0, THEMIS_CUDA_STAGED = 1, THEMIS_CUDA_OFF = 2 };
 
 /* The collectives themis takes over, for per-slot bookkeeping. */
 enum {
@@ -51,6 +53,8 @@ typedef struct mca_coll_themis_component_t {
     double threshold;
     int plan_cache_size;
     int transport;
+    int cuda;             /* THEMIS_CUDA_* */
+    size_t staging_bytes; /* host staging budget for device buffers, per process */
 } mca_coll_themis_component_t;
 
 OMPI_MODULE_DECLSPEC extern mca_coll_themis_component_t mca_coll_themis_component;
@@ -111,11 +115,21 @@ int mca_coll_themis_allgather(const void *sbuf, int scount, struct ompi_datatype
                               void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
                               struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
 
+/* coll_themis_component.c: prints a message of help-coll-themis.txt from this
+ * process; whether this is the job's first process (to print a message once). */
+void mca_coll_themis_show_help(const char *topic, ...);
+bool mca_coll_themis_first_process(void);
+
 /* coll_themis_context.cpp: releases the C++ state of a communicator. */
 void mca_coll_themis_context_free(struct themis_context *context);
 
 /* coll_themis_ucx.cpp: releases the process's UCX worker (component close). */
 void mca_coll_themis_ucx_finalize(void);
+
+#if THEMIS_HAVE_CUDA
+/* coll_themis_cuda.cpp: releases streams, device and pinned memory (component close). */
+void mca_coll_themis_cuda_finalize(void);
+#endif
 
 END_C_DECLS
 

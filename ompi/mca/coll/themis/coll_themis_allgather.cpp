@@ -41,6 +41,63 @@ void allgather(Context &ctx, const void *sbuf, int scount, ompi_datatype_t *sdty
     ctx.run(req, static_cast<char *>(rbuf), none);
 }
 
+#if THEMIS_HAVE_CUDA
+// This rank's contribution, converted from the send datatype, into its block `mine` of
+// rbuf, whatever memory either is in.
+void place_contribution(const void *sbuf, int scount, ompi_datatype_t *sdtype, char *mine,
+                        bool mine_on_device, int rcount, ompi_datatype_t *rdtype) {
+    const size_t block = element_extent(rdtype) * static_cast<size_t>(rcount);
+    size_t ssize = 0;
+    ptrdiff_t true_lb = 0, true_extent = 0;
+    ompi_datatype_type_size(sdtype, &ssize);
+    ompi_datatype_get_true_extent(sdtype, &true_lb, &true_extent);
+    if (mine_on_device && true_lb == 0 && ssize * static_cast<size_t>(scount) == block &&
+        ompi_datatype_is_contiguous_memory_layout(sdtype, scount)) {
+        cuda::copy(mine, sbuf, block); // the same bytes: no conversion
+        return;
+    }
+    // Convert on the host.
+    cuda::HostView s(sbuf, sdtype, static_cast<size_t>(scount), true);
+    std::vector<char> host(mine_on_device ? block : 0);
+    char *dst = mine_on_device ? host.data() : mine;
+    if (ompi_datatype_sndrcv(s.get(), scount, sdtype, dst, rcount, rdtype) != OMPI_SUCCESS)
+        throw std::runtime_error("copying the send buffer failed");
+    if (mine_on_device) cuda::copy(mine, host.data(), block);
+}
+
+// MPI_Allgather with a device buffer (coll_themis_cuda.h).
+void allgather_device(Context &ctx, const void *sbuf, int scount, ompi_datatype_t *sdtype,
+                      void *rbuf, int rcount, ompi_datatype_t *rdtype) {
+    const RankLayout &layout = ctx.layout();
+    const int n = static_cast<int>(layout.rank_at.size());
+    const uint64_t block = element_extent(rdtype) * static_cast<uint64_t>(rcount);
+    const int me = layout.rank_at[ctx.position()];
+    const bool on_device = cuda::on_device(rbuf);
+    if (sbuf != MPI_IN_PLACE)
+        place_contribution(sbuf, scount, sdtype, static_cast<char *>(rbuf) + me * block, on_device,
+                           rcount, rdtype);
+    if (!on_device) { // only the send buffer was on the device
+        allgather(ctx, MPI_IN_PLACE, scount, sdtype, rbuf, rcount, rdtype);
+        return;
+    }
+    std::vector<uint64_t> displs(n);
+    for (int p = 0; p < n; ++p) displs[p] = static_cast<uint64_t>(layout.rank_at[p]) * block;
+    PlanRequest req = ctx.request(Collective::AllGather, 1, std::vector<uint64_t>(n, block));
+    req.block_displs = displs;
+    NoReducer none;
+    if (cuda::direct(ctx)) {
+        RunOptions options;
+        options.memory = &cuda::device_memory();
+        ctx.run(req, static_cast<char *>(rbuf), none, options);
+        return;
+    }
+    const StagingRegion all{static_cast<char *>(rbuf), 0, block * n};
+    cuda::StagedRun staged(all, all, all);
+    ctx.run(req, nullptr, none, staged.options());
+    staged.finish();
+}
+#endif
+
 } // namespace
 
 extern "C" int mca_coll_themis_allgather(const void *sbuf, int scount,
@@ -53,6 +110,22 @@ extern "C" int mca_coll_themis_allgather(const void *sbuf, int scount,
     const size_t elements = static_cast<size_t>(rcount) * ompi_comm_size(comm);
     const char *unsupported = unsupported_layout(rdtype, elements);
     if (!unsupported) unsupported = too_small(type_size * elements);
+#if THEMIS_HAVE_CUDA
+    if (cuda::on_device(sbuf) || cuda::on_device(rbuf))
+        return run_or_delegate(
+            module, comm, THEMIS_COLL_ALLGATHER, "MPI_Allgather", unsupported,
+            [&](Context &ctx) { allgather_device(ctx, sbuf, scount, sdtype, rbuf, rcount, rdtype); },
+            [&](mca_coll_themis_module_t *m) {
+                return previous_through_host("MPI_Allgather", [&] {
+                    cuda::HostView s(sbuf, sdtype, static_cast<size_t>(scount), true);
+                    cuda::HostView r(rbuf, rdtype, elements, sbuf == MPI_IN_PLACE);
+                    int rc = m->previous_allgather(s.get(), scount, sdtype, r.get(), rcount, rdtype,
+                                                   comm, m->previous_allgather_module);
+                    if (rc == OMPI_SUCCESS) r.copy_back(elements);
+                    return rc;
+                });
+            });
+#endif
     return run_or_delegate(
         module, comm, THEMIS_COLL_ALLGATHER, "MPI_Allgather", unsupported,
         [&](Context &ctx) { allgather(ctx, sbuf, scount, sdtype, rbuf, rcount, rdtype); },

@@ -2,10 +2,12 @@
 //
 // The result is built in place in rbuf (after copying sbuf there): every chunk is
 // reduce-scattered and all-gathered over the dimensions in its own order. A datatype
-// whose last element is shorter than its extent (e.g. MPI_DOUBLE_INT) runs in a
-// temporary buffer, so themis never writes past the end of the user's buffer.
+// with gaps (e.g. MPI_SHORT_INT, MPI_DOUBLE_INT) runs in a temporary buffer, so themis
+// never writes into rbuf's gaps or past the end of the user's buffer.
 #include "coll_themis_entry.h"
 #include "coll_themis_op.h"
+
+#include <memory>
 
 #include "opal/util/output.h"
 
@@ -16,12 +18,14 @@ namespace {
 void allreduce(Context &ctx, const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
                ompi_op_t *op) {
     const size_t extent = element_extent(dtype);
-    ptrdiff_t true_lb = 0, true_extent = 0;
-    ompi_datatype_get_true_extent(dtype, &true_lb, &true_extent);
+    size_t type_size = 0;
+    ompi_datatype_type_size(dtype, &type_size);
     if (sbuf != MPI_IN_PLACE) ompi_datatype_copy_content_same_ddt(dtype, count, rbuf, sbuf);
 
     const size_t bytes = extent * static_cast<size_t>(count);
-    const bool padded = static_cast<size_t>(true_extent) < extent;
+    // Gaps between the fields (MPI_SHORT_INT) or after them (MPI_DOUBLE_INT): work in a
+    // temporary buffer, so rbuf's gaps are never written, nor the bytes past its end.
+    const bool padded = type_size < extent;
     char *work = padded ? static_cast<char *>(ctx.memory().acquire(bytes)) : static_cast<char *>(rbuf);
     if (padded) ompi_datatype_copy_content_same_ddt(dtype, count, work, rbuf);
     OpReducer reducer(op, dtype, extent);
@@ -33,6 +37,48 @@ void allreduce(Context &ctx, const void *sbuf, void *rbuf, int count, ompi_datat
     }
 }
 
+#if THEMIS_HAVE_CUDA
+// MPI_Allreduce with a device buffer (coll_themis_cuda.h). Predefined datatypes only (the
+// eligibility above); past the first test, without gaps: count x extent bytes of data.
+void allreduce_device(Context &ctx, const void *sbuf, void *rbuf, int count,
+                      ompi_datatype_t *dtype, ompi_op_t *op) {
+    size_t type_size = 0;
+    ompi_datatype_type_size(dtype, &type_size);
+    const size_t extent = element_extent(dtype);
+    if (!cuda::on_device(rbuf) || type_size < extent) {
+        // Only the input is on the device, or a pair type with gaps (reduced on the host
+        // anyway, and rbuf's gaps must stay as they are): the path above on host copies.
+        cuda::HostView s(sbuf, dtype, static_cast<size_t>(count), true);
+        cuda::HostView r(rbuf, dtype, static_cast<size_t>(count), true);
+        allreduce(ctx, s.get(), r.get(), count, dtype, op);
+        r.copy_back(static_cast<size_t>(count));
+        return;
+    }
+    const void *input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
+    ptrdiff_t lo = 0, span = 0;
+    cuda::span_of(dtype, static_cast<size_t>(count), lo, span);
+    const size_t bytes = extent * static_cast<size_t>(count);
+    if (static_cast<size_t>(span) != bytes) throw std::logic_error("datatype with gaps on the device path");
+    const PlanRequest req = ctx.request(Collective::AllReduce, extent, {static_cast<uint64_t>(count)});
+    if (cuda::direct(ctx)) { // the transport moves device memory: run on it
+        cuda::copy(rbuf, input, bytes);
+        cuda::DeviceReducer reducer(op, dtype, extent);
+        RunOptions options;
+        options.memory = &cuda::device_memory();
+        ctx.run(req, static_cast<char *>(rbuf), reducer, options);
+        return;
+    }
+    // Staged: chunks come in from the input, results go out to rbuf, which also holds
+    // chunks evicted meanwhile.
+    const StagingRegion source{static_cast<char *>(const_cast<void *>(input)), 0, bytes};
+    const StagingRegion home{static_cast<char *>(rbuf), 0, bytes};
+    cuda::StagedRun staged(source, home, home);
+    OpReducer reducer(op, dtype, extent);
+    ctx.run(req, nullptr, reducer, staged.options());
+    staged.finish();
+}
+#endif
+
 } // namespace
 
 extern "C" int mca_coll_themis_allreduce(const void *sbuf, void *rbuf, int count,
@@ -43,6 +89,22 @@ extern "C" int mca_coll_themis_allreduce(const void *sbuf, void *rbuf, int count
     ompi_datatype_type_size(dtype, &type_size);
     const char *unsupported = reduction_unsupported(dtype, op);
     if (!unsupported) unsupported = too_small(type_size * static_cast<size_t>(count));
+#if THEMIS_HAVE_CUDA
+    if (cuda::on_device(sbuf) || cuda::on_device(rbuf))
+        return run_or_delegate(
+            module, comm, THEMIS_COLL_ALLREDUCE, "MPI_Allreduce", unsupported,
+            [&](Context &ctx) { allreduce_device(ctx, sbuf, rbuf, count, dtype, op); },
+            [&](mca_coll_themis_module_t *m) {
+                return previous_through_host("MPI_Allreduce", [&] {
+                    cuda::HostView s(sbuf, dtype, static_cast<size_t>(count), true);
+                    cuda::HostView r(rbuf, dtype, static_cast<size_t>(count), sbuf == MPI_IN_PLACE);
+                    int rc = m->previous_allreduce(s.get(), r.get(), count, dtype, op, comm,
+                                                   m->previous_allreduce_module);
+                    if (rc == OMPI_SUCCESS) r.copy_back(static_cast<size_t>(count));
+                    return rc;
+                });
+            });
+#endif
     return run_or_delegate(
         module, comm, THEMIS_COLL_ALLREDUCE, "MPI_Allreduce", unsupported,
         [&](Context &ctx) { allreduce(ctx, sbuf, rbuf, count, dtype, op); },

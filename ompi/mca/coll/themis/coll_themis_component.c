@@ -6,7 +6,11 @@
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/mca/base/mca_base_var_enum.h"
 #include "opal/util/output.h"
+#include "opal/util/proc.h"
 #include "opal/util/show_help.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
 
 static int themis_register(void);
 static int themis_open(void);
@@ -40,6 +44,8 @@ mca_coll_themis_component_t mca_coll_themis_component = {
     .threshold = 1.0 / 16,
     .plan_cache_size = 64,
     .transport = THEMIS_TRANSPORT_PML, /* measured faster here, see bench/RESULTS.md */
+    .cuda = THEMIS_CUDA_AUTO,
+    .staging_bytes = 128 * 1024 * 1024,
 };
 
 static const mca_base_var_enum_value_t policy_values[] = {
@@ -50,6 +56,12 @@ static const mca_base_var_enum_value_t transport_values[] = {{THEMIS_TRANSPORT_A
                                                             {THEMIS_TRANSPORT_PML, "pml"},
                                                             {THEMIS_TRANSPORT_UCX, "ucx"},
                                                             {0, NULL}};
+#if THEMIS_HAVE_CUDA
+static const mca_base_var_enum_value_t cuda_values[] = {{THEMIS_CUDA_AUTO, "auto"},
+                                                       {THEMIS_CUDA_STAGED, "staged"},
+                                                       {THEMIS_CUDA_OFF, "off"},
+                                                       {0, NULL}};
+#endif
 static const mca_base_var_enum_value_t load_values[] = {
     {THEMIS_LOAD_REFERENCE, "reference"}, {THEMIS_LOAD_LATENCY, "latency"}, {0, NULL}};
 
@@ -129,6 +141,19 @@ static int themis_register(void)
     register_var("plan_cache_size",
                  "Compiled plans kept per communicator (valid: 1 to 4096)",
                  MCA_BASE_VAR_TYPE_INT, NULL, OPAL_INFO_LVL_6, &c->plan_cache_size);
+#if THEMIS_HAVE_CUDA
+    register_enum("cuda",
+                  "CUDA device buffers, detected per call through the CUDA driver (valid: auto = "
+                  "handed to the transport when it moves device memory (UCX with CUDA), else "
+                  "staged through host memory; staged = always staged; off = never looked for: "
+                  "device buffers then fail as in an Open MPI without CUDA support)",
+                  cuda_values, OPAL_INFO_LVL_4, &c->cuda);
+    register_var("staging_bytes",
+                 "Pinned host memory, in bytes, that staging device buffers may hold at once per "
+                 "process; raised where a plan needs more to make progress (its largest "
+                 "(max_active+1) x dimensions chunks) (valid: >= 0)",
+                 MCA_BASE_VAR_TYPE_SIZE_T, NULL, OPAL_INFO_LVL_5, &c->staging_bytes);
+#endif
     return OMPI_SUCCESS;
 }
 
@@ -145,9 +170,32 @@ static int themis_open(void)
 static int themis_close(void)
 {
     mca_coll_themis_ucx_finalize();
+#if THEMIS_HAVE_CUDA
+    mca_coll_themis_cuda_finalize();
+#endif
     if (mca_coll_themis_component.output >= 0) {
         opal_output_close(mca_coll_themis_component.output);
         mca_coll_themis_component.output = -1;
     }
     return OMPI_SUCCESS;
+}
+
+/* Open MPI 4.1.4 sometimes loses help messages that opal_show_help forwards to mpirun
+ * ("Data unpack would read past end of buffer" in orte/util/show_help.c), so themis
+ * renders its messages here and prints them from this process. */
+void mca_coll_themis_show_help(const char *topic, ...)
+{
+    va_list ap;
+    va_start(ap, topic);
+    char *text = opal_show_help_vstring("help-coll-themis.txt", topic, true, ap);
+    va_end(ap);
+    if (NULL != text) {
+        opal_output(0, "%s", text);
+        free(text);
+    }
+}
+
+bool mca_coll_themis_first_process(void)
+{
+    return 0 == opal_proc_local_get()->proc_name.vpid;
 }

@@ -110,9 +110,9 @@ std::unique_ptr<Context> Context::create(mca_coll_themis_module_t *m, ompi_commu
     } catch (const SpecError &e) {
         ok = false;
         why = std::string("malformed coll_themis_dims \"") + params().dims + "\": " + e.what();
-        static bool shown = false; // every rank has the same parameter: say it once
-        if (!shown && ompi_comm_rank(comm) == 0)
-            opal_show_help("help-coll-themis.txt", "bad-dims", true, params().dims, e.what());
+        static bool shown = false; // every process has the same parameter: say it once
+        if (!shown && mca_coll_themis_first_process())
+            mca_coll_themis_show_help("bad-dims", params().dims, e.what());
         shown = true;
     } catch (const std::exception &e) {
         ok = false;
@@ -163,7 +163,7 @@ PlanRequest Context::request(Collective coll, uint64_t element_size,
     return req;
 }
 
-void Context::run(const PlanRequest &req, char *work, Reducer &reducer) {
+void Context::run(const PlanRequest &req, char *work, Reducer &reducer, const RunOptions &options) {
     const size_t misses = cache_.misses();
     std::shared_ptr<const Plan> plan = cache_.get(layout_.topology, req);
     if (params().verbose >= 5) {
@@ -178,7 +178,7 @@ void Context::run(const PlanRequest &req, char *work, Reducer &reducer) {
         say(5, comm_, line);
         if (params().verbose >= 10) say(10, comm_, "\n" + plan->describe());
     }
-    engine_->run(plan, work, reducer);
+    engine_->run(plan, work, reducer, options);
 }
 
 Context *context_for(mca_coll_themis_module_t *m, ompi_communicator_t *comm) {
@@ -198,7 +198,7 @@ Context *context_for(mca_coll_themis_module_t *m, ompi_communicator_t *comm) {
 }
 
 int report_failure(const char *collective, const std::exception &e) {
-    opal_show_help("help-coll-themis.txt", "run-failed", true, collective, e.what());
+    mca_coll_themis_show_help("run-failed", collective, e.what());
     return OMPI_ERROR;
 }
 

@@ -41,8 +41,10 @@ class Context {
     // (MCA parameters, the communicator's themis_policy info key).
     PlanRequest request(Collective coll, uint64_t element_size,
                         std::vector<uint64_t> block_counts) const;
-    // Runs it over `work`, a buffer laid out as the request says.
-    void run(const PlanRequest &req, char *work, Reducer &reducer);
+    // Runs it over `work`, a buffer laid out as the request says (or wherever
+    // `options` says: device buffers, see coll_themis_cuda.h).
+    void run(const PlanRequest &req, char *work, Reducer &reducer,
+             const RunOptions &options = RunOptions());
 
   private:
     Context(ompi_communicator_t *comm, RankLayout layout);

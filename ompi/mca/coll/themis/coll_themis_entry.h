@@ -4,9 +4,14 @@
 //      does not accelerate, go to the previous module unchanged;
 //   2. the communicator's context is set up on its first eligible call;
 //   3. the collective runs; a failure is reported with a help message.
+//
+// With CUDA (coll_themis_cuda.h) each entry point first asks whether its buffers are
+// device memory; if so the same decision is taken with device-aware `run` and `previous`
+// (the memory kind changes how this rank's bytes move, never whether themis runs).
 #pragma once
 
 #include "coll_themis_context.h"
+#include "coll_themis_cuda.h"
 
 namespace themis {
 
@@ -31,6 +36,18 @@ int run_or_delegate(mca_coll_base_module_t *module, ompi_communicator_t *comm, i
     ++m->accelerated[collective];
     return OMPI_SUCCESS;
 }
+
+#if THEMIS_HAVE_CUDA
+// The previous module for a call with device buffers: `call` runs it on host copies
+// (cuda::HostView); a CUDA failure becomes an MPI error, as inside themis.
+template <typename Call> int previous_through_host(const char *name, Call call) {
+    try {
+        return call();
+    } catch (const std::exception &e) {
+        return report_failure(name, e);
+    }
+}
+#endif
 
 // Whether a message of `bytes` is worth themis's set-up (else: the previous module).
 inline const char *too_small(size_t bytes) {

@@ -3,9 +3,12 @@
  * communication happens lazily on the first eligible call. */
 #include "ompi_config.h"
 
+#include <string.h>
+
 #include "coll_themis.h"
 
 #include "ompi/mca/coll/base/base.h"
+#include "opal/util/info_subscriber.h"
 #include "opal/util/output.h"
 #include "opal/util/show_help.h"
 
@@ -73,7 +76,8 @@ static void check_range(const char *name, int *value, int lo, int hi, int fallba
     snprintf(got, sizeof got, "%d", *value);
     snprintf(range, sizeof range, "%d to %d", lo, hi);
     snprintf(def, sizeof def, "%d", fallback);
-    opal_show_help("help-coll-themis.txt", "bad-param", true, name, got, range, def);
+    if (mca_coll_themis_first_process())
+        mca_coll_themis_show_help("bad-param", name, got, range, def);
     *value = fallback;
 }
 
@@ -88,8 +92,9 @@ int mca_coll_themis_init_query(bool enable_progress_threads, bool enable_mpi_thr
     if (!(c->threshold >= 0 && c->threshold <= 1)) {
         char got[32];
         snprintf(got, sizeof got, "%g", c->threshold);
-        opal_show_help("help-coll-themis.txt", "bad-param", true, "coll_themis_threshold", got,
-                       "0 to 1", "0.0625");
+        if (mca_coll_themis_first_process())
+            mca_coll_themis_show_help("bad-param", "coll_themis_threshold", got, "0 to 1",
+                                      "0.0625");
         c->threshold = 1.0 / 16;
     }
     if (0 == c->min_chunk_bytes) c->min_chunk_bytes = 1;
@@ -111,6 +116,17 @@ static bool has_previous(const mca_coll_themis_module_t *m)
            m->previous_allgather_module;
 }
 
+/* Keeps the themis_policy info key on the communicator (Open MPI drops keys nobody
+ * subscribed to): valid values are kept, anything else is dropped. */
+static char *policy_info_callback(opal_infosubscriber_t *object, char *key, char *value)
+{
+    (void) object;
+    (void) key;
+    if (value && 0 == strcmp(value, "baseline")) return "baseline";
+    if (value && 0 == strcmp(value, "themis")) return "themis";
+    return NULL;
+}
+
 static int themis_module_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm)
 {
     mca_coll_themis_module_t *m = (mca_coll_themis_module_t *) module;
@@ -122,10 +138,8 @@ static int themis_module_enable(mca_coll_base_module_t *module, struct ompi_comm
         /* Nothing below us: Open MPI 4.1 needs every slot filled, so themis alone
          * cannot run. Say what to type instead (once per process). */
         static bool shown = false;
-        if (!shown) {
-            shown = true;
-            opal_show_help("help-coll-themis.txt", "themis-alone", true);
-        }
+        if (!shown && 0 == ompi_comm_rank(comm)) mca_coll_themis_show_help("themis-alone");
+        shown = true;
         m->previous_allreduce_module = NULL;
         m->previous_reduce_scatter_module = NULL;
         m->previous_reduce_scatter_block_module = NULL;
@@ -138,6 +152,7 @@ static int themis_module_enable(mca_coll_base_module_t *module, struct ompi_comm
     OBJ_RETAIN(m->previous_reduce_scatter_block_module);
     OBJ_RETAIN(m->previous_allgather_module);
     m->comm = comm;
+    opal_infosubscribe_subscribe(&comm->super, "themis_policy", "", policy_info_callback);
     return OMPI_SUCCESS;
 }
 

@@ -7,6 +7,7 @@
 #include "coll_themis_entry.h"
 #include "coll_themis_op.h"
 
+#include <functional>
 #include <numeric>
 #include <vector>
 
@@ -16,31 +17,107 @@ using namespace themis;
 
 namespace {
 
-void reduce_scatter(Context &ctx, const void *sbuf, void *rbuf, const std::vector<int> &rcounts,
-                    ompi_datatype_t *dtype, ompi_op_t *op) {
+// The request, with `displ` (communicator rank order, elements) where each block starts.
+PlanRequest request_for(Context &ctx, const std::vector<int> &rcounts, size_t extent,
+                        std::vector<uint64_t> &displ) {
     const RankLayout &layout = ctx.layout();
     const int n = static_cast<int>(rcounts.size());
-    std::vector<uint64_t> displ(n + 1, 0); // in communicator rank order
+    displ.assign(n + 1, 0); // in communicator rank order
     for (int r = 0; r < n; ++r) displ[r + 1] = displ[r] + static_cast<uint64_t>(rcounts[r]);
     std::vector<uint64_t> counts(n), displs(n); // in topology position order
     for (int p = 0; p < n; ++p) {
         counts[p] = static_cast<uint64_t>(rcounts[layout.rank_at[p]]);
         displs[p] = displ[layout.rank_at[p]];
     }
+    PlanRequest req = ctx.request(Collective::ReduceScatter, extent, counts);
+    req.block_displs = displs;
+    return req;
+}
 
+void reduce_scatter(Context &ctx, const void *sbuf, void *rbuf, const std::vector<int> &rcounts,
+                    ompi_datatype_t *dtype, ompi_op_t *op) {
+    const int n = static_cast<int>(rcounts.size());
+    std::vector<uint64_t> displ;
     const size_t extent = element_extent(dtype);
+    const PlanRequest req = request_for(ctx, rcounts, extent, displ);
     const size_t bytes = displ[n] * extent;
     char *work = static_cast<char *>(ctx.memory().acquire(bytes));
     const void *input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
     ompi_datatype_copy_content_same_ddt(dtype, displ[n], work, input);
-    PlanRequest req = ctx.request(Collective::ReduceScatter, extent, counts);
-    req.block_displs = displs;
     OpReducer reducer(op, dtype, extent);
     ctx.run(req, work, reducer);
-    const int me = layout.rank_at[ctx.position()];
+    const int me = ctx.layout().rank_at[ctx.position()];
     ompi_datatype_copy_content_same_ddt(dtype, rcounts[me], rbuf, work + displ[me] * extent);
     ctx.memory().release(work, bytes);
 }
+
+#if THEMIS_HAVE_CUDA
+// With device buffers (coll_themis_cuda.h): the work buffer is a device temporary that
+// the plan runs on (direct), or that holds evicted chunks while the input is staged.
+void reduce_scatter_device(Context &ctx, const void *sbuf, void *rbuf,
+                           const std::vector<int> &rcounts, ompi_datatype_t *dtype, ompi_op_t *op) {
+    const void *input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
+    size_t type_size = 0;
+    ompi_datatype_type_size(dtype, &type_size);
+    const size_t extent = element_extent(dtype);
+    if (!cuda::on_device(input) || type_size < extent) {
+        // Only the result is on the device, or a pair type with gaps (reduced on the host
+        // anyway, and rbuf's gaps must stay as they are): the path above on host copies.
+        const size_t total = std::accumulate(rcounts.begin(), rcounts.end(), size_t(0));
+        const size_t own = static_cast<size_t>(rcounts[ctx.layout().rank_at[ctx.position()]]);
+        cuda::HostView s(sbuf, dtype, total, true);
+        cuda::HostView r(rbuf, dtype, sbuf == MPI_IN_PLACE ? total : own, true);
+        reduce_scatter(ctx, s.get(), r.get(), rcounts, dtype, op);
+        r.copy_back(own);
+        return;
+    }
+    const int n = static_cast<int>(rcounts.size());
+    std::vector<uint64_t> displ;
+    const PlanRequest req = request_for(ctx, rcounts, extent, displ);
+    const int me = ctx.layout().rank_at[ctx.position()];
+    ptrdiff_t lo = 0, in_span = 0, out_span = 0;
+    cuda::span_of(dtype, displ[n], lo, in_span);
+    cuda::span_of(dtype, static_cast<size_t>(rcounts[me]), lo, out_span);
+    const uint64_t mine = displ[me] * extent;
+    cuda::DeviceBuffer work(displ[n] * extent);
+    if (cuda::direct(ctx)) {
+        cuda::copy(work.get(), input, static_cast<size_t>(in_span));
+        cuda::DeviceReducer reducer(op, dtype, extent);
+        RunOptions options;
+        options.memory = &cuda::device_memory();
+        ctx.run(req, work.get(), reducer, options);
+        cuda::copy(rbuf, work.get() + mine, static_cast<size_t>(out_span));
+        return;
+    }
+    // In place, results written to rbuf would overwrite input not yet staged: stage from
+    // a copy then.
+    const char *source = static_cast<const char *>(input);
+    if (sbuf == MPI_IN_PLACE) {
+        cuda::copy(work.get(), input, static_cast<size_t>(in_span));
+        source = work.get();
+    }
+    cuda::StagedRun staged({const_cast<char *>(source), 0, uint64_t(in_span)},
+                           {work.get(), 0, displ[n] * extent},
+                           {static_cast<char *>(rbuf), mine, mine + uint64_t(out_span)});
+    OpReducer reducer(op, dtype, extent);
+    ctx.run(req, nullptr, reducer, staged.options());
+    staged.finish();
+}
+
+// The previous module on host copies of device buffers.
+int reduce_scatter_through_host(const void *sbuf, void *rbuf, const std::vector<int> &rcounts,
+                                ompi_datatype_t *dtype, ompi_communicator_t *comm,
+                                const std::function<int(const void *, void *)> &previous) {
+    const size_t total = std::accumulate(rcounts.begin(), rcounts.end(), size_t(0));
+    const size_t own = static_cast<size_t>(rcounts[ompi_comm_rank(comm)]);
+    const bool in_place = sbuf == MPI_IN_PLACE;
+    cuda::HostView s(sbuf, dtype, total, true);
+    cuda::HostView r(rbuf, dtype, in_place ? total : own, in_place);
+    const int rc = previous(s.get(), r.get());
+    if (rc == OMPI_SUCCESS) r.copy_back(own);
+    return rc;
+}
+#endif
 
 const char *unsupported_for(ompi_datatype_t *dtype, ompi_op_t *op, size_t elements) {
     size_t type_size = 0;
@@ -58,6 +135,22 @@ extern "C" int mca_coll_themis_reduce_scatter(const void *sbuf, void *rbuf, cons
                                               mca_coll_base_module_t *module) {
     const std::vector<int> counts(rcounts, rcounts + ompi_comm_size(comm));
     const size_t total = std::accumulate(counts.begin(), counts.end(), size_t(0));
+#if THEMIS_HAVE_CUDA
+    if (cuda::on_device(sbuf) || cuda::on_device(rbuf))
+        return run_or_delegate(
+            module, comm, THEMIS_COLL_REDUCE_SCATTER, "MPI_Reduce_scatter",
+            unsupported_for(dtype, op, total),
+            [&](Context &ctx) { reduce_scatter_device(ctx, sbuf, rbuf, counts, dtype, op); },
+            [&](mca_coll_themis_module_t *m) {
+                return previous_through_host("MPI_Reduce_scatter", [&] {
+                    return reduce_scatter_through_host(
+                        sbuf, rbuf, counts, dtype, comm, [&](const void *s, void *r) {
+                            return m->previous_reduce_scatter(s, r, rcounts, dtype, op, comm,
+                                                              m->previous_reduce_scatter_module);
+                        });
+                });
+            });
+#endif
     return run_or_delegate(
         module, comm, THEMIS_COLL_REDUCE_SCATTER, "MPI_Reduce_scatter",
         unsupported_for(dtype, op, total),
@@ -74,6 +167,22 @@ extern "C" int mca_coll_themis_reduce_scatter_block(const void *sbuf, void *rbuf
                                                     struct ompi_communicator_t *comm,
                                                     mca_coll_base_module_t *module) {
     const std::vector<int> counts(ompi_comm_size(comm), rcount);
+#if THEMIS_HAVE_CUDA
+    if (cuda::on_device(sbuf) || cuda::on_device(rbuf))
+        return run_or_delegate(
+            module, comm, THEMIS_COLL_REDUCE_SCATTER_BLOCK, "MPI_Reduce_scatter_block",
+            unsupported_for(dtype, op, counts.size() * static_cast<size_t>(rcount)),
+            [&](Context &ctx) { reduce_scatter_device(ctx, sbuf, rbuf, counts, dtype, op); },
+            [&](mca_coll_themis_module_t *m) {
+                return previous_through_host("MPI_Reduce_scatter_block", [&] {
+                    return reduce_scatter_through_host(
+                        sbuf, rbuf, counts, dtype, comm, [&](const void *s, void *r) {
+                            return m->previous_reduce_scatter_block(
+                                s, r, rcount, dtype, op, comm, m->previous_reduce_scatter_block_module);
+                        });
+                });
+            });
+#endif
     return run_or_delegate(
         module, comm, THEMIS_COLL_REDUCE_SCATTER_BLOCK, "MPI_Reduce_scatter_block",
         unsupported_for(dtype, op, counts.size() * static_cast<size_t>(rcount)),

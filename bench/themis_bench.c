@@ -1,0 +1,966 @@
+/* themis-bench: compares MPI collective implementations side by side, in one run.
+ *
+ * For MPI_Allreduce, MPI_Reduce_scatter, MPI_Reduce_scatter_block and MPI_Allgather
+ * (OSU micro-benchmark spirit, nccl-tests bandwidth definitions).  Every implementation
+ * gets its own duplicate of MPI_COMM_WORLD made with MPI_Comm_dup_with_info and the
+ * Open MPI info key "ompi_comm_coll_preference":
+ *
+ *   themis           "themis"       + themis_policy=themis    (Themis load-balancing order)
+ *   themis_baseline  "themis"       + themis_policy=baseline  (fixed hierarchical order)
+ *   tuned            "^themis"      (coll/tuned wins, as without the component)
+ *   han              "han,^themis"  (coll/han; it steps aside when all ranks share a node)
+ *
+ * (Open MPI 4.1 moves the components named in that key to the top of the priority order
+ * and drops the ones marked ^; themis delegates what it does not run to the module below
+ * it, i.e. tuned.)
+ *
+ * The implementations are measured interleaved: for every message size and every
+ * iteration each implementation runs once, in an order that rotates each iteration, so
+ * machine noise hits them alike.  One sample = the maximum over ranks of one call's
+ * time (each call starts after a barrier).  Reported per implementation and size: the
+ * average and minimum sample, algbw = S/t, busbw = algbw * 2(n-1)/n (allreduce) or
+ * (n-1)/n (reduce_scatter, reduce_scatter_block, allgather), where S is the total size
+ * as in nccl-tests (allreduce: the vector; reduce_scatter: the whole input; allgather:
+ * the whole output), the utilisation T_ideal/t when bandwidths are known (T_ideal =
+ * phases * S * (1-1/N) / sum_d B_d, phases 2 for allreduce, 1 otherwise) and the
+ * speedup t_tuned/t and t_best(tuned,han)/t (> 1: faster than tuned).
+ *
+ * Run with the component on the search path, e.g.
+ *   mpirun -np 4 --mca mca_base_component_path \
+ *       build/ompi/mca/coll/themis/.libs:/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3 \
+ *       build/bench/themis-bench -m 1M:64M --collective all --csv out.csv
+ * See `themis-bench -h` and bench/RESULTS.md. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mpi.h>
+
+/* ------------------------------------------------------------------ definitions */
+
+enum coll { C_ALLREDUCE, C_REDUCE_SCATTER, C_REDUCE_SCATTER_BLOCK, C_ALLGATHER, C_COUNT };
+static const char *coll_names[C_COUNT] = {"allreduce", "reduce_scatter", "reduce_scatter_block",
+                                          "allgather"};
+
+enum dtype { T_FLOAT, T_DOUBLE, T_INT, T_CHAR, T_COUNT };
+static const char *type_names[T_COUNT] = {"float", "double", "int", "char"};
+
+#define MAX_IMPLS 8
+#define MAX_DIMS 8
+
+struct impl_def {
+    const char *name;
+    const char *preference; /* ompi_comm_coll_preference */
+    const char *policy;     /* themis_policy, or NULL */
+};
+static const struct impl_def known_impls[] = {
+    {"themis", "themis", "themis"},
+    {"themis_baseline", "themis", "baseline"},
+    {"tuned", "^themis", NULL},
+    {"han", "han,^themis", NULL},
+};
+#define N_KNOWN_IMPLS ((int) (sizeof known_impls / sizeof known_impls[0]))
+
+struct impl {
+    const struct impl_def *def;
+    MPI_Comm comm;
+};
+
+struct options {
+    size_t min_bytes, max_bytes;
+    int iters, warmup;
+    int validate;
+    enum dtype type;
+    int colls[C_COUNT]; /* which collectives, in order */
+    int n_colls;
+    struct impl impls[MAX_IMPLS];
+    int n_impls;
+    double bw[MAX_DIMS]; /* bytes/s per dimension; 0 = unknown */
+    int n_bw;
+    int peers[MAX_DIMS];
+    int n_peers;
+    int measure_bw;
+    const char *dims_spec;
+    const char *csv, *json, *label;
+    int stat; /* 0 avg, 1 median, 2 min: what bandwidths and speedups use */
+};
+static const char *stat_names[] = {"avg", "median", "min"};
+
+static int world_rank, world_size;
+
+static void die(const char *fmt, ...)
+{
+    if (world_rank == 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        fprintf(stderr, "themis-bench: ");
+        vfprintf(stderr, fmt, ap);
+        fprintf(stderr, "\n");
+        va_end(ap);
+    }
+    MPI_Finalize();
+    exit(2);
+}
+
+/* A failure on some ranks only: every rank says so, then the job ends. */
+static void fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "themis-bench: rank %d: ", world_rank);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    MPI_Abort(MPI_COMM_WORLD, 3);
+    exit(3);
+}
+
+static void usage(void)
+{
+    if (world_rank != 0) return;
+    printf(
+        "usage: themis-bench [options]\n"
+        "  -m, --message-size [MIN:]MAX  sizes S in bytes, doubling (K, M, G suffixes = 2^10..)\n"
+        "                                default 1K:64M; S is the total size as in nccl-tests\n"
+        "  -i, --iterations N            timed iterations per size and implementation (20)\n"
+        "  -x, --warmup N                untimed iterations first (5; >= 1 sets themis up)\n"
+        "  -c, --validate                check every result against values computed here\n"
+        "  -d, --datatype T              float | double | int | char (float)\n"
+        "      --collective C            allreduce | reduce_scatter | reduce_scatter_block |\n"
+        "                                allgather | all, or a comma list (allreduce)\n"
+        "      --impl LIST               of themis, themis_baseline, tuned, han\n"
+        "                                (themis,themis_baseline,tuned)\n"
+        "      --bw LIST                 per-dimension bandwidth per rank for the ideal bound;\n"
+        "                                plain numbers are bytes/s; units B/s KB/s MB/s GB/s\n"
+        "                                (decimal) or bps kbps Mbps Gbps also accepted;\n"
+        "                                'measure' = measure one ring step on this machine\n"
+        "      --peers LIST              peers per dimension (default: one dimension of all ranks)\n"
+        "      --dims SPEC               coll_themis_dims-style spec 'AxB[:bw=LIST]' instead of\n"
+        "                                --peers/--bw (bare bw numbers are Gbps, as there)\n"
+        "      --csv FILE, --json FILE   write the results (rank 0)\n"
+        "      --label TEXT              free-form tag written into every CSV/JSON row\n"
+        "      --stat avg|median|min     time the bandwidths, utilisation and speedups use (avg)\n"
+        "  -h, --help\n");
+}
+
+/* ------------------------------------------------------------------ parsing */
+
+static int parse_size(const char *s, size_t *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno || v < 0) return -1;
+    switch (toupper((unsigned char) *end)) {
+    case 'K': v *= 1024.0; ++end; break;
+    case 'M': v *= 1024.0 * 1024; ++end; break;
+    case 'G': v *= 1024.0 * 1024 * 1024; ++end; break;
+    default: break;
+    }
+    if (toupper((unsigned char) *end) == 'B') ++end;
+    if (*end) return -1;
+    *out = (size_t) v;
+    return 0;
+}
+
+/* Bandwidth with an optional unit; `bare_scale` multiplies a number without one. */
+static int parse_bw(const char *s, double bare_scale, double *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || v <= 0) return -1;
+    static const struct {
+        const char *unit;
+        double scale;
+    } units[] = {{"bps", 1.0 / 8},    {"kbps", 1e3 / 8},  {"Mbps", 1e6 / 8}, {"Gbps", 1e9 / 8},
+                 {"Tbps", 1e12 / 8},  {"B/s", 1},         {"KB/s", 1e3},     {"MB/s", 1e6},
+                 {"GB/s", 1e9},       {"TB/s", 1e12},     {"K", 1e3},        {"M", 1e6},
+                 {"G", 1e9},          {"T", 1e12}};
+    if (*end == 0) {
+        *out = v * bare_scale;
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; ++i)
+        if (strcmp(end, units[i].unit) == 0) {
+            *out = v * units[i].scale;
+            return 0;
+        }
+    return -1;
+}
+
+/* Splits `list` at `sep`, calling fn(item) on each; returns the count or -1. */
+static int split_list(const char *list, char sep, int max, int (*fn)(const char *, void *, int),
+                      void *ctx)
+{
+    char buf[512];
+    if (strlen(list) >= sizeof buf) return -1;
+    strcpy(buf, list);
+    int n = 0;
+    char *p = buf;
+    for (;;) {
+        char *q = strchr(p, sep);
+        if (q) *q = 0;
+        if (n >= max || fn(p, ctx, n) != 0) return -1;
+        ++n;
+        if (!q) break;
+        p = q + 1;
+    }
+    return n;
+}
+
+static int add_bw_bytes(const char *s, void *ctx, int i)
+{
+    return parse_bw(s, 1.0, &((double *) ctx)[i]);
+}
+static int add_bw_gbps(const char *s, void *ctx, int i)
+{
+    return parse_bw(s, 1e9 / 8, &((double *) ctx)[i]);
+}
+static int add_peer(const char *s, void *ctx, int i)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || v < 1) return -1;
+    ((int *) ctx)[i] = (int) v;
+    return 0;
+}
+static int add_coll(const char *s, void *ctx, int i)
+{
+    struct options *o = ctx;
+    (void) i;
+    if (strcmp(s, "all") == 0) {
+        for (int c = 0; c < C_COUNT; ++c) o->colls[c] = c;
+        o->n_colls = C_COUNT;
+        return 0;
+    }
+    for (int c = 0; c < C_COUNT; ++c)
+        if (strcmp(s, coll_names[c]) == 0) {
+            if (o->n_colls >= C_COUNT) return -1;
+            o->colls[o->n_colls++] = c;
+            return 0;
+        }
+    return -1;
+}
+static int add_impl(const char *s, void *ctx, int i)
+{
+    struct options *o = ctx;
+    (void) i;
+    for (int k = 0; k < N_KNOWN_IMPLS; ++k)
+        if (strcmp(s, known_impls[k].name) == 0) {
+            for (int j = 0; j < o->n_impls; ++j)
+                if (o->impls[j].def == &known_impls[k]) return -1;
+            o->impls[o->n_impls++].def = &known_impls[k];
+            return 0;
+        }
+    return -1;
+}
+
+/* "AxBxC[:bw=LIST][:lat=..][:alg=..]": peers and bandwidths (other fields ignored). */
+static void parse_dims(struct options *o, const char *spec)
+{
+    char buf[512];
+    if (strlen(spec) >= sizeof buf) die("--dims: spec too long");
+    strcpy(buf, spec);
+    char *field = strtok(buf, ":");
+    if (!field) die("--dims: empty spec");
+    char peers[256];
+    snprintf(peers, sizeof peers, "%s", field);
+    o->n_peers = split_list(peers, 'x', MAX_DIMS, add_peer, o->peers);
+    if (o->n_peers < 0) die("--dims: '%s' is not PEERSxPEERS...", field);
+    while ((field = strtok(NULL, ":")) != NULL) {
+        if (strncmp(field, "bw=", 3) == 0) {
+            o->n_bw = split_list(field + 3, ',', MAX_DIMS, add_bw_gbps, o->bw);
+            if (o->n_bw < 0) die("--dims: bad bandwidth list '%s'", field + 3);
+        }
+    }
+}
+
+static void parse_options(int argc, char **argv, struct options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->min_bytes = 1024;
+    o->max_bytes = 64u << 20;
+    o->iters = 20;
+    o->warmup = 5;
+    o->type = T_FLOAT;
+    const char *colls = "allreduce", *impls = "themis,themis_baseline,tuned";
+    const char *bw = NULL, *peers = NULL;
+    for (int i = 1; i < argc; ++i) {
+        const char *a = argv[i];
+#define NEXT() (i + 1 < argc ? argv[++i] : (die("%s needs a value", a), ""))
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage();
+            MPI_Finalize();
+            exit(0);
+        } else if (!strcmp(a, "-m") || !strcmp(a, "--message-size")) {
+            const char *v = NEXT();
+            const char *colon = strchr(v, ':');
+            char lo[64];
+            if (colon) {
+                snprintf(lo, sizeof lo, "%.*s", (int) (colon - v), v);
+                if (parse_size(lo, &o->min_bytes) || parse_size(colon + 1, &o->max_bytes))
+                    die("-m: bad size range '%s'", v);
+            } else if (parse_size(v, &o->max_bytes)) {
+                die("-m: bad size '%s'", v);
+            }
+            if (o->min_bytes < 1) o->min_bytes = 1;
+            if (o->max_bytes < o->min_bytes) die("-m: MAX below MIN");
+        } else if (!strcmp(a, "-i") || !strcmp(a, "--iterations")) {
+            o->iters = atoi(NEXT());
+        } else if (!strcmp(a, "-x") || !strcmp(a, "--warmup")) {
+            o->warmup = atoi(NEXT());
+        } else if (!strcmp(a, "-c") || !strcmp(a, "--validate")) {
+            o->validate = 1;
+        } else if (!strcmp(a, "-d") || !strcmp(a, "--datatype")) {
+            const char *v = NEXT();
+            int t;
+            for (t = 0; t < T_COUNT && strcmp(v, type_names[t]); ++t) {}
+            if (t == T_COUNT) die("-d: unknown datatype '%s'", v);
+            o->type = (enum dtype) t;
+        } else if (!strcmp(a, "--collective")) {
+            colls = NEXT();
+        } else if (!strcmp(a, "--impl")) {
+            impls = NEXT();
+        } else if (!strcmp(a, "--bw")) {
+            bw = NEXT();
+        } else if (!strcmp(a, "--peers")) {
+            peers = NEXT();
+        } else if (!strcmp(a, "--dims")) {
+            o->dims_spec = NEXT();
+        } else if (!strcmp(a, "--csv")) {
+            o->csv = NEXT();
+        } else if (!strcmp(a, "--json")) {
+            o->json = NEXT();
+        } else if (!strcmp(a, "--stat")) {
+            const char *v = NEXT();
+            for (o->stat = 0; o->stat < 3 && strcmp(v, stat_names[o->stat]); ++o->stat) {}
+            if (o->stat == 3) die("--stat: '%s' is not avg, median or min", v);
+        } else if (!strcmp(a, "--label")) {
+            o->label = NEXT();
+        } else {
+            usage();
+            die("unknown option '%s'", a);
+        }
+#undef NEXT
+    }
+    if (o->iters < 1) die("-i must be >= 1");
+    if (o->warmup < 0) die("-x must be >= 0");
+    if (split_list(colls, ',', 16, add_coll, o) < 0 || o->n_colls == 0)
+        die("--collective: '%s' is not a list of allreduce, reduce_scatter, "
+            "reduce_scatter_block, allgather, all", colls);
+    if (split_list(impls, ',', MAX_IMPLS, add_impl, o) < 0 || o->n_impls == 0)
+        die("--impl: '%s' is not a list of distinct themis, themis_baseline, tuned, han", impls);
+    if (o->dims_spec && (bw || peers)) die("--dims replaces --bw and --peers");
+    if (o->dims_spec) parse_dims(o, o->dims_spec);
+    if (bw && strcmp(bw, "measure") == 0) {
+        o->measure_bw = 1;
+    } else if (bw) {
+        o->n_bw = split_list(bw, ',', MAX_DIMS, add_bw_bytes, o->bw);
+        if (o->n_bw < 0) die("--bw: bad bandwidth list '%s'", bw);
+    }
+    if (peers) {
+        o->n_peers = split_list(peers, ',', MAX_DIMS, add_peer, o->peers);
+        if (o->n_peers < 0) die("--peers: bad list '%s'", peers);
+    }
+    if (o->n_peers == 0) {
+        o->peers[0] = world_size;
+        o->n_peers = 1;
+    }
+    int product = 1;
+    for (int d = 0; d < o->n_peers; ++d) product *= o->peers[d];
+    if (product != world_size)
+        die("the dimensions' peers multiply to %d, but there are %d ranks", product, world_size);
+    if (o->n_bw == 1 && o->n_peers > 1) /* one value for every dimension */
+        for (int d = 1; d < o->n_peers; ++d) o->bw[d] = o->bw[0];
+    else if (o->n_bw > 0 && o->n_bw != o->n_peers)
+        die("%d bandwidths given for %d dimensions", o->n_bw, o->n_peers);
+}
+
+/* ------------------------------------------------------------------ data */
+
+static MPI_Datatype mpi_type(enum dtype t)
+{
+    switch (t) {
+    case T_FLOAT: return MPI_FLOAT;
+    case T_DOUBLE: return MPI_DOUBLE;
+    case T_INT: return MPI_INT;
+    case T_CHAR: return MPI_SIGNED_CHAR;
+    default: return MPI_DATATYPE_NULL;
+    }
+}
+static size_t type_size(enum dtype t)
+{
+    static const size_t sizes[T_COUNT] = {sizeof(float), sizeof(double), sizeof(int), 1};
+    return sizes[t];
+}
+
+/* Input element i of rank r for call `seed`: small non-negative integers, so every sum
+ * over ranks is exact in every type.  char uses values 0..3 (sum <= 3n: exact below
+ * n = 43; Open MPI 4.1's op/avx saturates 8-bit sums instead of wrapping). */
+static int pattern_mod(enum dtype t) { return t == T_CHAR ? 4 : 61; }
+static int pattern(enum dtype t, int r, size_t i, int seed)
+{
+    const int m = pattern_mod(t);
+    return (int) (((size_t) r * 7 + (i % (size_t) m) * 3 + (size_t) seed) % (size_t) m);
+}
+
+static void put(void *buf, enum dtype t, size_t i, int v)
+{
+    switch (t) {
+    case T_FLOAT: ((float *) buf)[i] = (float) v; break;
+    case T_DOUBLE: ((double *) buf)[i] = (double) v; break;
+    case T_INT: ((int *) buf)[i] = v; break;
+    case T_CHAR: ((signed char *) buf)[i] = (signed char) v; break;
+    default: break;
+    }
+}
+static int get_equals(const void *buf, enum dtype t, size_t i, int v)
+{
+    switch (t) {
+    case T_FLOAT: return ((const float *) buf)[i] == (float) v;
+    case T_DOUBLE: return ((const double *) buf)[i] == (double) v;
+    case T_INT: return ((const int *) buf)[i] == v;
+    case T_CHAR: return ((const signed char *) buf)[i] == (signed char) v;
+    default: return 0;
+    }
+}
+
+/* Fills `count` elements of rank r's data, element k having global index first + k. */
+static void fill(void *buf, enum dtype t, size_t first, size_t count, int r, int seed)
+{
+    for (size_t k = 0; k < count; ++k) put(buf, t, k, pattern(t, r, first + k, seed));
+}
+
+/* sum_r pattern(t, r, i, seed) depends on (3*(i mod m) + seed) mod m only: a table. */
+static void sum_table(enum dtype t, int n, int seed, int *table)
+{
+    const int m = pattern_mod(t);
+    for (int k = 0; k < m; ++k) table[k] = 0;
+    for (int k = 0; k < m; ++k)
+        for (int r = 0; r < n; ++r) table[(k * 3 + seed) % m] += pattern(t, r, (size_t) k, seed);
+}
+static int expected_sum(enum dtype t, const int *table, size_t i, int seed)
+{
+    const int m = pattern_mod(t);
+    return table[((i % (size_t) m) * 3 + (size_t) seed) % (size_t) m];
+}
+
+/* ------------------------------------------------------------------ one call */
+
+struct call {
+    enum coll coll;
+    enum dtype type;
+    size_t count;      /* allreduce: elements; RS/AG: elements per rank (block) */
+    int *rcounts;      /* reduce_scatter: count per rank */
+    void *sbuf, *rbuf;
+};
+
+static int run_call(const struct call *c, MPI_Comm comm)
+{
+    const MPI_Datatype dt = mpi_type(c->type);
+    switch (c->coll) {
+    case C_ALLREDUCE:
+        return MPI_Allreduce(c->sbuf, c->rbuf, (int) c->count, dt, MPI_SUM, comm);
+    case C_REDUCE_SCATTER:
+        return MPI_Reduce_scatter(c->sbuf, c->rbuf, c->rcounts, dt, MPI_SUM, comm);
+    case C_REDUCE_SCATTER_BLOCK:
+        return MPI_Reduce_scatter_block(c->sbuf, c->rbuf, (int) c->count, dt, MPI_SUM, comm);
+    case C_ALLGATHER:
+        return MPI_Allgather(c->sbuf, (int) c->count, dt, c->rbuf, (int) c->count, dt, comm);
+    default: return MPI_ERR_ARG;
+    }
+}
+
+/* Input and output element counts of this rank. */
+static size_t input_count(const struct call *c, int n)
+{
+    return c->coll == C_ALLGATHER || c->coll == C_ALLREDUCE ? c->count : c->count * (size_t) n;
+}
+static size_t output_count(const struct call *c, int n)
+{
+    return c->coll == C_ALLGATHER ? c->count * (size_t) n : c->count;
+}
+
+static void prepare(const struct call *c, int seed)
+{
+    const size_t in = input_count(c, world_size);
+    /* allgather: rank r's block holds global indices r*count..; others: 0.. */
+    const size_t first = c->coll == C_ALLGATHER ? (size_t) world_rank * c->count : 0;
+    fill(c->sbuf, c->type, first, in, world_rank, seed);
+    memset(c->rbuf, 0xff, output_count(c, world_size) * type_size(c->type));
+}
+
+/* Number of wrong elements in this rank's result. */
+static size_t check(const struct call *c, int seed)
+{
+    const int n = world_size;
+    size_t bad = 0;
+    if (c->coll == C_ALLGATHER) {
+        for (int r = 0; r < n; ++r)
+            for (size_t k = 0; k < c->count; ++k) {
+                const size_t i = (size_t) r * c->count + k;
+                bad += !get_equals(c->rbuf, c->type, i, pattern(c->type, r, i, seed));
+            }
+        return bad;
+    }
+    int table[64];
+    sum_table(c->type, n, seed, table);
+    const size_t first = c->coll == C_ALLREDUCE ? 0 : (size_t) world_rank * c->count;
+    for (size_t k = 0; k < c->count; ++k)
+        bad += !get_equals(c->rbuf, c->type, k, expected_sum(c->type, table, first + k, seed));
+    return bad;
+}
+
+/* ------------------------------------------------------------------ MPI_T */
+
+/* Reads an Open MPI control variable into `out` as text; 0 when it exists. */
+static int read_cvar(const char *name, char *out, size_t len)
+{
+    int index;
+    if (MPI_T_cvar_get_index(name, &index) != MPI_SUCCESS) return -1;
+    char vname[256], desc[1024];
+    int nlen = sizeof vname, dlen = sizeof desc, verb, bind, scope;
+    MPI_Datatype dt;
+    MPI_T_enum en;
+    if (MPI_T_cvar_get_info(index, vname, &nlen, &verb, &dt, &en, desc, &dlen, &bind, &scope) !=
+        MPI_SUCCESS)
+        return -1;
+    MPI_T_cvar_handle h;
+    int count;
+    if (MPI_T_cvar_handle_alloc(index, NULL, &h, &count) != MPI_SUCCESS) return -1;
+    union {
+        int i;
+        unsigned u;
+        unsigned long ul;
+        unsigned long long ull;
+        double d;
+        char s[1024];
+    } v;
+    memset(&v, 0, sizeof v);
+    int rc = MPI_T_cvar_read(h, &v);
+    MPI_T_cvar_handle_free(&h);
+    if (rc != MPI_SUCCESS) return -1;
+    if (dt == MPI_CHAR) {
+        const size_t n = strnlen(v.s, len - 1); /* truncates long strings */
+        memcpy(out, v.s, n);
+        out[n] = 0;
+    } else if (dt == MPI_INT) {
+        snprintf(out, len, "%d", v.i);
+        if (en != MPI_T_ENUM_NULL) { /* show the name of the value */
+            int items, elen = 64;
+            char ename[64];
+            if (MPI_T_enum_get_info(en, &items, ename, &elen) == MPI_SUCCESS)
+                for (int k = 0; k < items; ++k) {
+                    int value, ilen = 64;
+                    char iname[64];
+                    if (MPI_T_enum_get_item(en, k, &value, iname, &ilen) == MPI_SUCCESS &&
+                        value == v.i)
+                        snprintf(out, len, "%s", iname);
+                }
+        }
+    } else if (dt == MPI_UNSIGNED) {
+        snprintf(out, len, "%u", v.u);
+    } else if (dt == MPI_UNSIGNED_LONG) {
+        snprintf(out, len, "%lu", v.ul);
+    } else if (dt == MPI_UNSIGNED_LONG_LONG || dt == MPI_COUNT) {
+        snprintf(out, len, "%llu", v.ull);
+    } else if (dt == MPI_DOUBLE) {
+        snprintf(out, len, "%g", v.d);
+    } else {
+        snprintf(out, len, "?");
+    }
+    return 0;
+}
+
+static const char *themis_cvars[] = {"coll_themis_priority",   "coll_themis_dims",
+                                     "coll_themis_policy",     "coll_themis_chunks",
+                                     "coll_themis_min_chunk_bytes", "coll_themis_max_active",
+                                     "coll_themis_min_bytes",  "coll_themis_intra_policy",
+                                     "coll_themis_load_model", "coll_themis_threshold",
+                                     "coll_themis_transport"};
+#define N_THEMIS_CVARS ((int) (sizeof themis_cvars / sizeof themis_cvars[0]))
+static char themis_cvar_values[N_THEMIS_CVARS][128];
+static int themis_loaded;
+
+static void read_themis_settings(void)
+{
+    int provided;
+    if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return;
+    themis_loaded = 1;
+    for (int k = 0; k < N_THEMIS_CVARS; ++k)
+        if (read_cvar(themis_cvars[k], themis_cvar_values[k], sizeof themis_cvar_values[k])) {
+            snprintf(themis_cvar_values[k], sizeof themis_cvar_values[k], "n/a");
+            if (k == 0) themis_loaded = 0;
+        }
+    MPI_T_finalize();
+}
+
+/* ------------------------------------------------------------------ bandwidth probe */
+
+/* Per-rank bandwidth of one ring step (every rank sends `bytes` to its right neighbour
+ * and receives as much from its left one, all at once): best of 5, max over ranks. */
+static double measure_ring_bw(MPI_Comm comm, size_t bytes)
+{
+    char *s = malloc(bytes), *r = malloc(bytes);
+    if (!s || !r) fail("out of memory");
+    memset(s, 1, bytes);
+    memset(r, 0, bytes);
+    const int right = (world_rank + 1) % world_size, left = (world_rank + world_size - 1) % world_size;
+    double best = 1e30;
+    for (int k = 0; k < 6; ++k) {
+        MPI_Barrier(comm);
+        double t = MPI_Wtime();
+        MPI_Sendrecv(s, (int) bytes, MPI_BYTE, right, 7, r, (int) bytes, MPI_BYTE, left, 7, comm,
+                     MPI_STATUS_IGNORE);
+        t = MPI_Wtime() - t;
+        double tmax;
+        MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, comm);
+        if (k > 0 && tmax < best) best = tmax; /* first one warms up */
+    }
+    free(s);
+    free(r);
+    return (double) bytes / best;
+}
+
+/* ------------------------------------------------------------------ results */
+
+struct result {
+    enum coll coll;
+    size_t bytes, count;
+    double avg, med, min, max; /* seconds, over iterations of the max over ranks */
+    double t;                  /* the statistic --stat picks: bandwidths, speedups */
+    double algbw, busbw;  /* bytes/s */
+    double ideal;         /* seconds; 0 = unknown */
+    double vs_tuned, vs_best; /* 0 = no reference */
+    long errors;          /* -1 = not validated */
+};
+
+static double bus_factor(enum coll c, int n)
+{
+    return c == C_ALLREDUCE ? 2.0 * (n - 1) / n : (double) (n - 1) / n;
+}
+
+static double ideal_time(const struct options *o, enum coll c, size_t bytes)
+{
+    if (o->n_bw == 0) return 0;
+    double sum = 0;
+    for (int d = 0; d < o->n_peers; ++d)
+        if (o->peers[d] > 1) sum += o->bw[d];
+    if (sum <= 0) return 0;
+    const double phases = c == C_ALLREDUCE ? 2 : 1;
+    return phases * (double) bytes * (1.0 - 1.0 / world_size) / sum;
+}
+
+static int impl_index(const struct options *o, const char *name)
+{
+    for (int k = 0; k < o->n_impls; ++k)
+        if (strcmp(o->impls[k].def->name, name) == 0) return k;
+    return -1;
+}
+
+static void print_header(const struct options *o, enum coll c)
+{
+    printf("\n# themis-bench %s, %d ranks, datatype %s, %d iterations (+%d warm-up)%s\n",
+           coll_names[c], world_size, type_names[o->type], o->iters, o->warmup,
+           o->validate ? ", validated" : "");
+    printf("# time = max over ranks of one call, avg/median/min over iterations; bandwidths GB/s "
+           "(1e9 B/s); x_tuned = t_tuned/t (>1 faster)\n");
+    printf("# bandwidths, util%% and speedups use the %s time\n", stat_names[o->stat]);
+    printf("%12s  %-16s %11s %11s %11s %9s %9s %7s %8s %8s%s\n", "bytes", "impl", "avg_us",
+           "med_us", "min_us", "algbw", "busbw", "util%", "x_tuned", "x_best",
+           o->validate ? "  errors" : "");
+}
+
+static void print_row(const struct options *o, const struct result *r, const char *impl)
+{
+    char util[16] = "-", vt[16] = "-", vb[16] = "-", errs[32] = "";
+    if (r->ideal > 0) snprintf(util, sizeof util, "%.1f", 100.0 * r->ideal / r->t);
+    if (r->vs_tuned > 0) snprintf(vt, sizeof vt, "%.3f", r->vs_tuned);
+    if (r->vs_best > 0) snprintf(vb, sizeof vb, "%.3f", r->vs_best);
+    if (o->validate) snprintf(errs, sizeof errs, "  %6ld", r->errors);
+    printf("%12zu  %-16s %11.1f %11.1f %11.1f %9.3f %9.3f %7s %8s %8s%s\n", r->bytes, impl,
+           r->avg * 1e6, r->med * 1e6, r->min * 1e6, r->algbw / 1e9, r->busbw / 1e9, util, vt, vb,
+           errs);
+}
+
+static FILE *csv_file, *json_file;
+static int json_rows;
+static char csv_label[256], json_label[256];
+
+/* The label as a CSV field (quoted when needed) and as JSON string contents. */
+static void escape_label(const char *label)
+{
+    size_t c = 0, j = 0;
+    const int quote = strpbrk(label, ",\"\n") != NULL;
+    if (quote) csv_label[c++] = '"';
+    for (const char *p = label; *p && c < sizeof csv_label - 3 && j < sizeof json_label - 3; ++p) {
+        if (*p == '"') csv_label[c++] = '"';
+        csv_label[c++] = *p;
+        if (*p == '"' || *p == '\\') json_label[j++] = '\\';
+        json_label[j++] = (unsigned char) *p < 0x20 ? ' ' : *p;
+    }
+    if (quote) csv_label[c++] = '"';
+    csv_label[c] = 0;
+    json_label[j] = 0;
+}
+
+static void open_outputs(const struct options *o, double measured_bw)
+{
+    if (world_rank != 0) return;
+    escape_label(o->label ? o->label : "");
+    if (o->csv) {
+        csv_file = fopen(o->csv, "w");
+        if (!csv_file) die("cannot write %s: %s", o->csv, strerror(errno));
+        fprintf(csv_file, "label,collective,impl,ranks,datatype,bytes,count,iters,avg_us,median_us,"
+                          "min_us,max_us,stat,algbw_GBps,busbw_GBps,ideal_us,util,speedup_vs_tuned,"
+                          "speedup_vs_best,errors\n");
+    }
+    if (o->json) {
+        json_file = fopen(o->json, "w");
+        if (!json_file) die("cannot write %s: %s", o->json, strerror(errno));
+        fprintf(json_file, "{\n  \"config\": {\"label\": \"%s\", \"ranks\": %d, \"datatype\": "
+                           "\"%s\", \"iterations\": %d, \"warmup\": %d, \"validate\": %s",
+                json_label, world_size, type_names[o->type], o->iters,
+                o->warmup, o->validate ? "true" : "false");
+        fprintf(json_file, ", \"peers\": [");
+        for (int d = 0; d < o->n_peers; ++d) fprintf(json_file, "%s%d", d ? ", " : "", o->peers[d]);
+        fprintf(json_file, "], \"bw_Bps\": [");
+        for (int d = 0; d < o->n_bw; ++d) fprintf(json_file, "%s%.6g", d ? ", " : "", o->bw[d]);
+        fprintf(json_file, "], \"measured_ring_bw_Bps\": %.6g, \"themis_loaded\": %s",
+                measured_bw, themis_loaded ? "true" : "false");
+        for (int k = 0; k < N_THEMIS_CVARS; ++k)
+            fprintf(json_file, ", \"%s\": \"%s\"", themis_cvars[k], themis_cvar_values[k]);
+        fprintf(json_file, "},\n  \"results\": [");
+    }
+}
+
+static void write_row(const struct options *o, const struct result *r, const char *impl)
+{
+    if (world_rank != 0) return;
+    const double util = r->ideal > 0 ? r->ideal / r->t : 0;
+    if (csv_file)
+        fprintf(csv_file, "%s,%s,%s,%d,%s,%zu,%zu,%d,%.3f,%.3f,%.3f,%.3f,%s,%.6f,%.6f,%.3f,%.4f,"
+                          "%.4f,%.4f,%ld\n",
+                csv_label, coll_names[r->coll], impl, world_size, type_names[o->type], r->bytes, r->count, o->iters, r->avg * 1e6, r->med * 1e6,
+                r->min * 1e6, r->max * 1e6, stat_names[o->stat], r->algbw / 1e9, r->busbw / 1e9, r->ideal * 1e6, util, r->vs_tuned,
+                r->vs_best, r->errors);
+    if (json_file)
+        fprintf(json_file,
+                "%s\n    {\"label\": \"%s\", \"collective\": \"%s\", \"impl\": \"%s\", \"ranks\": "
+                "%d, \"bytes\": %zu, \"count\": %zu, \"avg_us\": %.3f, \"median_us\": %.3f, "
+                "\"min_us\": %.3f, \"max_us\": %.3f, \"stat\": \"%s\", \"algbw_GBps\": %.6f, \"busbw_GBps\": %.6f, \"ideal_us\": "
+                "%.3f, \"util\": %.4f, \"speedup_vs_tuned\": %.4f, \"speedup_vs_best\": %.4f, "
+                "\"errors\": %ld}",
+                json_rows++ ? "," : "", json_label, coll_names[r->coll], impl,
+                world_size, r->bytes, r->count, r->avg * 1e6, r->med * 1e6, r->min * 1e6,
+                r->max * 1e6, stat_names[o->stat], r->algbw / 1e9, r->busbw / 1e9, r->ideal * 1e6, util, r->vs_tuned, r->vs_best,
+                r->errors);
+}
+
+static void close_outputs(void)
+{
+    if (csv_file) fclose(csv_file);
+    if (json_file) {
+        fprintf(json_file, "\n  ]\n}\n");
+        fclose(json_file);
+    }
+}
+
+/* ------------------------------------------------------------------ main loop */
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *) a, y = *(const double *) b;
+    return x < y ? -1 : x > y;
+}
+static double median(const double *v, int n)
+{
+    double tmp[n];
+    memcpy(tmp, v, sizeof(double) * (size_t) n);
+    qsort(tmp, (size_t) n, sizeof(double), cmp_double);
+    return n % 2 ? tmp[n / 2] : 0.5 * (tmp[n / 2 - 1] + tmp[n / 2]);
+}
+
+/* Returns the number of wrong result elements over all ranks and implementations. */
+static long bench_collective(const struct options *o, enum coll c, MPI_Comm ctl, void *sbuf,
+                             void *rbuf, double *times, double *maxtimes)
+{
+    const int n = world_size, ni = o->n_impls;
+    const size_t esize = type_size(o->type);
+    int *rcounts = malloc(sizeof(int) * (size_t) n);
+    if (!rcounts) fail("out of memory");
+    const int tuned = impl_index(o, "tuned"), han = impl_index(o, "han");
+    long total_errors = 0;
+    if (world_rank == 0) print_header(o, c);
+
+    for (size_t bytes = o->min_bytes; bytes <= o->max_bytes; bytes *= 2) {
+        struct call call = {.coll = c, .type = o->type, .rcounts = rcounts, .sbuf = sbuf,
+                            .rbuf = rbuf};
+        /* S is the total size; RS/AG use S/n per rank (at least one element). */
+        size_t elements = bytes / esize;
+        if (c == C_ALLREDUCE) {
+            call.count = elements ? elements : 1;
+        } else {
+            call.count = elements / (size_t) n ? elements / (size_t) n : 1;
+        }
+        if (call.count > (size_t) INT32_MAX) die("%zu bytes: count exceeds an int", bytes);
+        for (int r = 0; r < n; ++r) rcounts[r] = (int) call.count;
+        const size_t real_bytes = (c == C_ALLREDUCE ? call.count : call.count * (size_t) n) * esize;
+
+        long errors[MAX_IMPLS] = {0};
+        if (!o->validate) prepare(&call, 0);
+        for (int it = -o->warmup; it < o->iters; ++it) {
+            const int rot = (it + o->warmup) % ni;
+            for (int j = 0; j < ni; ++j) {
+                const int k = (j + rot) % ni;
+                const int seed = (it + o->warmup) * ni + k;
+                if (o->validate) prepare(&call, seed);
+                MPI_Barrier(ctl);
+                const double t0 = MPI_Wtime();
+                const int rc = run_call(&call, o->impls[k].comm);
+                const double t = MPI_Wtime() - t0;
+                if (rc != MPI_SUCCESS) fail("%s failed in %s", coll_names[c], o->impls[k].def->name);
+                if (it >= 0) times[k * o->iters + it] = t;
+                if (o->validate) errors[k] += (long) check(&call, seed);
+            }
+        }
+        MPI_Allreduce(times, maxtimes, ni * o->iters, MPI_DOUBLE, MPI_MAX, ctl);
+        long all_errors[MAX_IMPLS];
+        MPI_Allreduce(errors, all_errors, ni, MPI_LONG, MPI_SUM, ctl);
+
+        struct result res[MAX_IMPLS];
+        for (int k = 0; k < ni; ++k) {
+            struct result *r = &res[k];
+            r->coll = c;
+            r->bytes = real_bytes;
+            r->count = call.count;
+            r->min = 1e30;
+            r->max = 0;
+            double sum = 0;
+            for (int it = 0; it < o->iters; ++it) {
+                const double t = maxtimes[k * o->iters + it];
+                sum += t;
+                if (t < r->min) r->min = t;
+                if (t > r->max) r->max = t;
+            }
+            r->avg = sum / o->iters;
+            r->med = median(&maxtimes[k * o->iters], o->iters);
+            r->t = o->stat == 0 ? r->avg : o->stat == 1 ? r->med : r->min;
+            r->algbw = (double) real_bytes / r->t;
+            r->busbw = r->algbw * bus_factor(c, n);
+            r->ideal = ideal_time(o, c, real_bytes);
+            r->errors = o->validate ? all_errors[k] : -1;
+            if (o->validate) total_errors += all_errors[k];
+        }
+        double best = 0;
+        if (tuned >= 0) best = res[tuned].t;
+        if (han >= 0 && (best == 0 || res[han].t < best)) best = res[han].t;
+        for (int k = 0; k < ni; ++k) {
+            res[k].vs_tuned = tuned >= 0 ? res[tuned].t / res[k].t : 0;
+            res[k].vs_best = best > 0 ? best / res[k].t : 0;
+            if (world_rank == 0) {
+                print_row(o, &res[k], o->impls[k].def->name);
+                write_row(o, &res[k], o->impls[k].def->name);
+            }
+        }
+        if (world_rank == 0) fflush(stdout);
+        if (bytes > o->max_bytes / 2) break; /* no overflow on doubling */
+    }
+    free(rcounts);
+    return total_errors;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+
+    struct options o;
+    parse_options(argc, argv, &o);
+    read_themis_settings();
+
+    /* Control traffic (barriers, timing reductions) never goes through themis. */
+    MPI_Comm ctl;
+    MPI_Info info;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "ompi_comm_coll_preference", "^themis");
+    MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &ctl);
+    MPI_Info_free(&info);
+    for (int k = 0; k < o.n_impls; ++k) {
+        MPI_Info_create(&info);
+        MPI_Info_set(info, "ompi_comm_coll_preference", o.impls[k].def->preference);
+        if (o.impls[k].def->policy) MPI_Info_set(info, "themis_policy", o.impls[k].def->policy);
+        MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &o.impls[k].comm);
+        MPI_Info_free(&info);
+        char name[64];
+        snprintf(name, sizeof name, "bench_%s", o.impls[k].def->name);
+        MPI_Comm_set_name(o.impls[k].comm, name);
+    }
+
+    double measured = 0;
+    if (o.measure_bw) {
+        measured = measure_ring_bw(ctl, o.max_bytes < (16u << 20) ? o.max_bytes : (16u << 20));
+        for (int d = 0; d < o.n_peers; ++d) o.bw[d] = measured;
+        o.n_bw = o.n_peers;
+    }
+
+    if (world_rank == 0) {
+        printf("# themis-bench: %d ranks; implementations:", world_size);
+        for (int k = 0; k < o.n_impls; ++k)
+            printf(" %s[%s%s%s]", o.impls[k].def->name, o.impls[k].def->preference,
+                   o.impls[k].def->policy ? " policy=" : "",
+                   o.impls[k].def->policy ? o.impls[k].def->policy : "");
+        printf("\n# coll/themis %s", themis_loaded ? "loaded:" : "NOT loaded (themis rows measure "
+                                                                  "the fallback module)");
+        if (themis_loaded)
+            for (int k = 0; k < N_THEMIS_CVARS; ++k)
+                printf(" %s=%s", themis_cvars[k] + strlen("coll_themis_"), themis_cvar_values[k]);
+        printf("\n# ideal bound: ");
+        if (o.n_bw) {
+            printf("dims");
+            for (int d = 0; d < o.n_peers; ++d)
+                printf(" %d@%.3gGB/s", o.peers[d], o.bw[d] / 1e9);
+            printf("%s\n", o.measure_bw ? " (measured ring step)" : "");
+        } else {
+            printf("none (give --bw, --dims or --bw measure)\n");
+        }
+        if (impl_index(&o, "han") >= 0)
+            printf("# note: coll/han steps aside when all ranks share one node (then han = tuned)\n");
+        if (o.type == T_CHAR && o.validate && 3 * world_size > 127)
+            printf("# warning: char sums may overflow with %d ranks\n", world_size);
+    }
+    open_outputs(&o, measured);
+
+    /* Buffers large enough for every collective at the largest size. */
+    const size_t esize = type_size(o.type);
+    const size_t max_elems = o.max_bytes / esize + (size_t) world_size + 1;
+    void *sbuf = malloc(max_elems * esize), *rbuf = malloc(max_elems * esize);
+    double *times = malloc(sizeof(double) * (size_t) o.n_impls * (size_t) o.iters);
+    double *maxtimes = malloc(sizeof(double) * (size_t) o.n_impls * (size_t) o.iters);
+    if (!sbuf || !rbuf || !times || !maxtimes) fail("out of memory");
+    memset(sbuf, 0, max_elems * esize); /* touch every page before timing */
+    memset(rbuf, 0, max_elems * esize);
+
+    long total_errors = 0;
+    for (int k = 0; k < o.n_colls; ++k) {
+        total_errors += bench_collective(&o, (enum coll) o.colls[k], ctl, sbuf, rbuf, times, maxtimes);
+    }
+    if (o.validate && world_rank == 0)
+        printf("\n# validation: %s (%ld wrong elements)\n", total_errors ? "FAILED" : "passed",
+               total_errors);
+    close_outputs();
+
+    free(sbuf);
+    free(rbuf);
+    free(times);
+    free(maxtimes);
+    for (int k = 0; k < o.n_impls; ++k) MPI_Comm_free(&o.impls[k].comm);
+    MPI_Comm_free(&ctl);
+    MPI_Finalize();
+    return total_errors ? 1 : 0;
+}

@@ -1,0 +1,127 @@
+// coll_themis_cuda.h: CUDA device buffers in coll/themis (only when built with CUDA,
+// THEMIS_HAVE_CUDA; without it nothing here exists and nothing changes).
+//
+// No hard dependency: the component links neither libcuda nor the CUDA runtime. The driver
+// (libcuda.so.1) is opened with dlopen on the first call that looks at a buffer, and every
+// driver function is found with dlsym; the reduction kernels are a fat binary embedded in
+// the component and loaded with cuModuleLoadData. Where there is no driver, or the process
+// never initialised CUDA (then it cannot own device memory), every buffer is host memory
+// and each call costs one predictable branch: themis behaves exactly as without CUDA.
+//
+// What a call with a device buffer does (memory kinds may differ between ranks, and never
+// change whether themis runs a call, only how this rank's bytes move):
+//   not accelerated (below min_bytes, op or datatype themis leaves alone, declined
+//   communicator)         copy to host, previous module, copy back (HostView);
+//   transport moves device memory (UCX built with CUDA)
+//                         the plan runs on device memory: device temporaries, device
+//                         copies, reductions by CUDA kernels (DeviceReducer);
+//   otherwise             the plan runs on host staging buffers, chunk by chunk, with
+//                         asynchronous copies on CUDA streams (StagedRun, src/staging.h).
+#pragma once
+
+#include "coll_themis_prelude.h"
+
+#if THEMIS_HAVE_CUDA
+
+#include <cstddef>
+#include <memory>
+
+#include "coll_themis_context.h"
+#include "engine.h"
+#include "staging.h"
+
+#include "ompi/op/op.h"
+
+namespace themis {
+namespace cuda {
+
+// Whether `p` is CUDA device memory, asked of the driver on every call (nothing is cached
+// per pointer: memory is freed and reused). Managed memory counts as host memory: the CPU
+// can reach it. Also makes the pointer's context current when the thread has none.
+// Never throws.
+bool on_device(const void *p);
+
+// Copies `bytes` between any two kinds of memory and waits for the copy.
+void copy(void *dst, const void *src, size_t bytes);
+
+// Whether this communicator's transport moves device memory itself (UCX with CUDA and
+// coll_themis_cuda=auto); otherwise device data is staged.
+bool direct(const Context &ctx);
+
+// Device temporaries (cuMemAlloc, kept for reuse), device-to-device copies: the engine's
+// Memory when the work buffer is in device memory.
+Memory &device_memory();
+
+// A device temporary for the length of a call.
+class DeviceBuffer {
+  public:
+    explicit DeviceBuffer(size_t bytes);
+    ~DeviceBuffer();
+    DeviceBuffer(const DeviceBuffer &) = delete;
+    DeviceBuffer &operator=(const DeviceBuffer &) = delete;
+    char *get() const { return buf_; }
+
+  private:
+    char *buf_;
+    size_t bytes_;
+};
+
+// dst = src op dst over device data: a CUDA kernel for sum, prod, min and max over the
+// floating and integer types (8-bit sums and products excepted, see the .cpp), anything
+// else on the host after copying both operands there, with Open MPI's own functions.
+class DeviceReducer : public Reducer {
+  public:
+    DeviceReducer(ompi_op_t *op, ompi_datatype_t *dtype, size_t extent);
+    void reduce(void *dst, const void *src, size_t bytes) override;
+    bool on_gpu() const { return kernel_ != nullptr; }
+
+  private:
+    ompi_op_t *op_;
+    ompi_datatype_t *dtype_;
+    size_t extent_;
+    void *kernel_ = nullptr; // CUfunction
+    int element_size_ = 0;
+};
+
+// A staged run over device data: hooks for Context::run, staging through pinned host
+// buffers within coll_themis_staging_bytes, copies on the device's copy streams.
+class StagedRun {
+  public:
+    StagedRun(const StagingRegion &source, const StagingRegion &home, const StagingRegion &result);
+    RunOptions options();
+    // After the run: waits until every result is in place.
+    void finish();
+
+  private:
+    std::unique_ptr<Stager> stager_;
+};
+
+// A host stand-in for a user buffer of `count` elements of `dtype` that may be device
+// memory: the bytes the datatype spans, copied in when asked (and always when the
+// datatype has gaps, which copy_back() rewrites); host buffers (and MPI_IN_PLACE) pass
+// through untouched.
+class HostView {
+  public:
+    HostView(const void *buf, ompi_datatype_t *dtype, size_t count, bool copy_in);
+    ~HostView();
+    HostView(const HostView &) = delete;
+    HostView &operator=(const HostView &) = delete;
+    void *get() const { return view_; }
+    // Copies the span of the first `count` elements back to the user's buffer.
+    void copy_back(size_t count);
+
+  private:
+    char *user_;
+    char *view_;
+    char *host_ = nullptr;
+    size_t host_bytes_ = 0;
+    ompi_datatype_t *dtype_;
+};
+
+// The bytes `count` elements of `dtype` span from the buffer's address: [lo, hi).
+void span_of(ompi_datatype_t *dtype, size_t count, ptrdiff_t &lo, ptrdiff_t &hi);
+
+} // namespace cuda
+} // namespace themis
+
+#endif // THEMIS_HAVE_CUDA

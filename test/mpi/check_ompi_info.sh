@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# check_ompi_info.sh -- `ompi_info --param coll themis --level 9` lists coll/themis and
+# every coll_themis_* parameter with a description, and the enum parameters show their
+# valid values. ompi_info ignores --mca arguments, so the build tree's component is
+# found through OMPI_MCA_mca_base_component_path (Open MPI's own dir stays in it).
+# Environment: THEMIS_BUILDDIR, OMPI_DEFAULT_COMPONENT_DIR, OMPI_INFO (default ompi_info).
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+BUILDDIR=${THEMIS_BUILDDIR:-$here/../../build}
+OMPI_INFO=${OMPI_INFO:-ompi_info}
+if [ -z "${OMPI_DEFAULT_COMPONENT_DIR:-}" ]; then
+  libdir=$(pkg-config --variable=libdir ompi 2>/dev/null || echo /usr/lib/x86_64-linux-gnu/openmpi/lib)
+  if [ -d "$libdir/openmpi3" ]; then OMPI_DEFAULT_COMPONENT_DIR=$libdir/openmpi3
+  else OMPI_DEFAULT_COMPONENT_DIR=$libdir/openmpi; fi
+fi
+COMPONENT=$BUILDDIR/ompi/mca/coll/themis/.libs/mca_coll_themis.so
+[ -f "$COMPONENT" ] || { echo "check_ompi_info: $COMPONENT not built" >&2; exit 2; }
+COMPDIR=$BUILDDIR/test/mpi/logs/ompi_info/component  # only the component, a copy
+rm -rf "$COMPDIR"
+mkdir -p "$COMPDIR"
+cp "$COMPONENT" "$COMPDIR/mca_coll_themis.so" || exit 2
+
+# The parameters the component documents; others it may add are checked too.
+REQUIRED=(priority verbose dims policy intra_policy load_model chunks min_chunk_bytes
+          max_active min_bytes threshold plan_cache_size)
+declare -A ENUMS=([policy]="baseline themis" [intra_policy]="fifo scf"
+                  [load_model]="reference latency")
+
+export OMPI_MCA_mca_base_component_path=$COMPDIR:$OMPI_DEFAULT_COMPONENT_DIR
+if ! human=$("$OMPI_INFO" --param coll themis --level 9 2>&1) ||
+   ! parsable=$("$OMPI_INFO" --param coll themis --level 9 --parsable 2>&1); then
+  echo "$human"
+  echo "check_ompi_info: FAIL: ompi_info failed"
+  exit 1
+fi
+
+problems=()
+grep -q 'MCA coll: themis (MCA v2.1.0, API v2.0.0, Component v' <<<"$human" ||
+  problems+=("no 'MCA coll: themis' component line")
+
+mapfile -t listed < <(sed -n 's/^mca:coll:themis:param:coll_themis_\([a-z_]*\):value:.*/\1/p' <<<"$parsable")
+for p in "${REQUIRED[@]}"; do
+  printf '%s\n' "${listed[@]}" | grep -qx "$p" || problems+=("coll_themis_$p not listed")
+done
+for p in "${listed[@]}"; do
+  help=$(sed -n "s/^mca:coll:themis:param:coll_themis_$p:help://p" <<<"$parsable")
+  [ ${#help} -ge 10 ] || problems+=("coll_themis_$p has no description")
+  # the human-readable listing shows the description under the parameter line
+  grep -A1 "parameter \"coll_themis_$p\"" <<<"$human" | tail -1 | grep -qF "${help:0:40}" ||
+    problems+=("coll_themis_$p: description not shown by ompi_info --level 9")
+done
+
+# The documented enum parameters have their values; every enum parameter (these and
+# any other with enumerators) shows them under "Valid values" in the listing.
+for p in "${!ENUMS[@]}"; do
+  for v in ${ENUMS[$p]}; do
+    grep -Eq "^mca:coll:themis:param:coll_themis_$p:enumerator:value:[0-9]+:$v\$" <<<"$parsable" ||
+      problems+=("coll_themis_$p: valid value $v not listed")
+  done
+done
+for p in "${listed[@]}"; do
+  mapfile -t values < <(sed -n "s/^mca:coll:themis:param:coll_themis_$p:enumerator:value:[0-9]*://p" <<<"$parsable")
+  [ ${#values[@]} -gt 0 ] || continue
+  block=$(awk -v p="parameter \"coll_themis_$p\"" 'index($0, p) { on = 1; print; next }
+          on && /parameter "coll_themis_/ { exit } on { print }' <<<"$human")
+  grep -q 'Valid values:' <<<"$block" || problems+=("coll_themis_$p: no 'Valid values' line")
+  for v in "${values[@]}"; do
+    grep -q "[0-9]:\"$v\"" <<<"$block" || problems+=("coll_themis_$p: $v missing from 'Valid values'")
+  done
+done
+
+echo "$human"
+if [ ${#problems[@]} = 0 ]; then
+  echo "check_ompi_info: PASS (${#listed[@]} parameters: ${listed[*]})"
+  exit 0
+fi
+echo "check_ompi_info: FAIL"
+printf '  - %s\n' "${problems[@]}"
+exit 1

@@ -1,0 +1,601 @@
+/* cuda_check.c: MPI_Allreduce, MPI_Reduce_scatter(_block) and MPI_Allgather on CUDA device
+ * buffers, every result checked against values computed here on the host.
+ *
+ *   themis-cuda-check --probe      exit 0 if a CUDA device is usable, 77 (skip) if not
+ *   mpirun ... themis-cuda-check [--kinds device|mixed|split] [--expect direct|staged|nokernels|any]
+ *                                [--ranks-per-gpu N]
+ *   mpirun ... themis-cuda-check --bench BYTES [--iters N]
+ *                                  MPI_Allreduce (float, sum) bandwidth with device and
+ *                                  with host buffers, interleaved in one run
+ *
+ * --kinds: device = every buffer on the device; mixed = even ranks device, odd ranks
+ * host (memory kinds differ between ranks); split = send and receive buffers of
+ * different kinds. Cases cover what themis runs (large messages, predefined types,
+ * in place, uneven counts, padded pair types, user ops, 8-bit sums reduced on the host)
+ * and what it hands to the previous module (small messages, derived datatypes). Device
+ * buffers carry guard bytes after their end, checked after every call.
+ *
+ * Written against the CUDA driver API through dlopen, like the component: the same
+ * binary runs on a GPU machine and, for CI, against test/mpi/cuda_fake_driver.c; there
+ * --expect checks which path ran (kernel launches, staging copies). Ranks pick device
+ * (local rank % devices): several ranks may share one GPU. */
+#include <cuda.h>
+#include <dlfcn.h>
+#include <mpi.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GUARD 256
+#define GUARD_BYTE 0xa7
+
+static struct {
+    CUresult (*Init)(unsigned int);
+    CUresult (*DeviceGetCount)(int *);
+    CUresult (*DeviceGet)(CUdevice *, int);
+    CUresult (*PrimaryCtxRetain)(CUcontext *, CUdevice);
+    CUresult (*CtxSetCurrent)(CUcontext);
+    CUresult (*MemAlloc)(CUdeviceptr *, size_t);
+    CUresult (*MemFree)(CUdeviceptr);
+    CUresult (*HtoD)(CUdeviceptr, const void *, size_t);
+    CUresult (*DtoH)(void *, CUdeviceptr, size_t);
+    CUresult (*GetErrorString)(CUresult, const char **);
+    void (*fake_counters)(unsigned long long *);
+} cu;
+
+static int rank, size, failures, checks;
+static const char *kinds = "device", *expect = "any";
+
+static void fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "cuda_check: rank %d: ", rank);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    ++failures;
+}
+
+static void die_cu(CUresult r, const char *what)
+{
+    const char *s = "?";
+    if (cu.GetErrorString) cu.GetErrorString(r, &s);
+    fprintf(stderr, "cuda_check: rank %d: %s: %s (%d)\n", rank, what, s, (int) r);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+}
+
+/* 0 with a usable device; else prints why and returns 77. */
+static int load_driver(int quiet)
+{
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        if (!quiet) printf("cuda_check: skipped: no CUDA driver (%s)\n", dlerror());
+        return 77;
+    }
+#define SYM(field, name)                                                                         \
+    if (!(*(void **) &cu.field = dlsym(lib, name))) {                                            \
+        if (!quiet) printf("cuda_check: skipped: the CUDA driver lacks %s\n", name);             \
+        return 77;                                                                               \
+    }
+    SYM(Init, "cuInit")
+    SYM(DeviceGetCount, "cuDeviceGetCount")
+    SYM(DeviceGet, "cuDeviceGet")
+    SYM(PrimaryCtxRetain, "cuDevicePrimaryCtxRetain")
+    SYM(CtxSetCurrent, "cuCtxSetCurrent")
+    SYM(MemAlloc, "cuMemAlloc_v2")
+    SYM(MemFree, "cuMemFree_v2")
+    SYM(HtoD, "cuMemcpyHtoD_v2")
+    SYM(DtoH, "cuMemcpyDtoH_v2")
+    SYM(GetErrorString, "cuGetErrorString")
+#undef SYM
+    *(void **) &cu.fake_counters = dlsym(lib, "themis_fake_cuda_counters");
+    int n = 0;
+    CUresult r = cu.Init(0);
+    if (r == CUDA_SUCCESS) r = cu.DeviceGetCount(&n);
+    if (r != CUDA_SUCCESS || n < 1) {
+        const char *s = "no device";
+        if (r != CUDA_SUCCESS) cu.GetErrorString(r, &s);
+        if (!quiet) printf("cuda_check: skipped: no usable CUDA device (%s)\n", s ? s : "?");
+        return 77;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ buffers */
+
+struct buf {
+    char *p; /* what MPI gets */
+    size_t bytes;
+    int dev;
+};
+
+static struct buf alloc_buf(int dev, size_t bytes)
+{
+    struct buf b = {NULL, bytes, dev};
+    if (dev) {
+        CUdeviceptr d;
+        CUresult r = cu.MemAlloc(&d, bytes + GUARD);
+        if (r != CUDA_SUCCESS) die_cu(r, "cuMemAlloc");
+        b.p = (char *) d;
+        unsigned char g[GUARD];
+        memset(g, GUARD_BYTE, GUARD);
+        if ((r = cu.HtoD(d + bytes, g, GUARD)) != CUDA_SUCCESS) die_cu(r, "cuMemcpyHtoD");
+    } else {
+        b.p = malloc(bytes + GUARD);
+        memset(b.p + bytes, GUARD_BYTE, GUARD);
+    }
+    return b;
+}
+
+static void put(struct buf *b, const void *host)
+{
+    if (!b->dev) {
+        memcpy(b->p, host, b->bytes);
+        return;
+    }
+    CUresult r = cu.HtoD((CUdeviceptr) b->p, host, b->bytes);
+    if (r != CUDA_SUCCESS) die_cu(r, "cuMemcpyHtoD");
+}
+
+/* Copies the buffer to `host` and checks its guard. */
+static void get(struct buf *b, void *host, const char *what)
+{
+    unsigned char g[GUARD];
+    if (b->dev) {
+        CUresult r = cu.DtoH(host, (CUdeviceptr) b->p, b->bytes);
+        if (r == CUDA_SUCCESS) r = cu.DtoH(g, (CUdeviceptr) b->p + b->bytes, GUARD);
+        if (r != CUDA_SUCCESS) die_cu(r, "cuMemcpyDtoH");
+    } else {
+        memcpy(host, b->p, b->bytes);
+        memcpy(g, b->p + b->bytes, GUARD);
+    }
+    for (int i = 0; i < GUARD; ++i)
+        if (g[i] != GUARD_BYTE) {
+            fail("%s: written past the end of the buffer", what);
+            break;
+        }
+}
+
+static void free_buf(struct buf *b)
+{
+    if (b->dev)
+        cu.MemFree((CUdeviceptr) b->p);
+    else
+        free(b->p);
+}
+
+/* Memory kind of this rank's send (0) or receive (1) buffer. */
+static int on_dev(int which)
+{
+    if (!strcmp(kinds, "mixed")) return rank % 2 == 0;
+    if (!strcmp(kinds, "split")) return (rank + which) % 2 == 0;
+    return 1;
+}
+
+/* ------------------------------------------------------------------ values */
+
+/* Small integers: every sum, product and comparison is exact in every type. */
+static int val(int r, size_t i) { return (int) ((r * 7 + i * 13) % 11) - 5; }
+
+enum kind { K_INT8, K_INT32, K_INT64, K_FLOAT, K_DOUBLE };
+
+static MPI_Datatype mpi_of(enum kind k)
+{
+    return k == K_INT8 ? MPI_INT8_T : k == K_INT32 ? MPI_INT : k == K_INT64 ? MPI_INT64_T
+           : k == K_FLOAT ? MPI_FLOAT : MPI_DOUBLE;
+}
+static size_t size_of(enum kind k) { return k == K_INT8 ? 1 : k == K_INT32 || k == K_FLOAT ? 4 : 8; }
+
+static void store(enum kind k, void *p, size_t i, double v)
+{
+    switch (k) {
+    case K_INT8: ((int8_t *) p)[i] = (int8_t) v; break;
+    case K_INT32: ((int32_t *) p)[i] = (int32_t) v; break;
+    case K_INT64: ((int64_t *) p)[i] = (int64_t) v; break;
+    case K_FLOAT: ((float *) p)[i] = (float) v; break;
+    case K_DOUBLE: ((double *) p)[i] = v; break;
+    }
+}
+static double load(enum kind k, const void *p, size_t i)
+{
+    switch (k) {
+    case K_INT8: return ((const int8_t *) p)[i];
+    case K_INT32: return ((const int32_t *) p)[i];
+    case K_INT64: return (double) ((const int64_t *) p)[i];
+    case K_FLOAT: return ((const float *) p)[i];
+    default: return ((const double *) p)[i];
+    }
+}
+
+/* op over all ranks of val(., i): 0 sum, 1 prod (of val % 3 + 1, kept small), 2 min, 3 max */
+static double input(int op, int r, size_t i) { return op == 1 ? (val(r, i) % 3 + 1) : val(r, i); }
+static double expected(int op, size_t i)
+{
+    double acc = input(op, 0, i);
+    for (int r = 1; r < size; ++r) {
+        double v = input(op, r, i);
+        acc = op == 0 ? acc + v : op == 1 ? acc * v : op == 2 ? (v < acc ? v : acc) : (v > acc ? v : acc);
+    }
+    return acc;
+}
+static MPI_Op mpi_op(int op) { return op == 0 ? MPI_SUM : op == 1 ? MPI_PROD : op == 2 ? MPI_MIN : MPI_MAX; }
+
+/* ------------------------------------------------------------------ cases */
+
+static void allreduce_case(enum kind k, int op, size_t count, int in_place)
+{
+    char what[128];
+    snprintf(what, sizeof what, "allreduce type %d op %d count %zu%s", (int) k, op, count,
+             in_place ? " in place" : "");
+    const size_t es = size_of(k), bytes = count * es;
+    char *h = malloc(bytes ? bytes : 1);
+    for (size_t i = 0; i < count; ++i) store(k, h, i, input(op, rank, i));
+    struct buf s = alloc_buf(on_dev(0), bytes), r = alloc_buf(on_dev(1), bytes);
+    if (in_place)
+        put(&r, h);
+    else
+        put(&s, h);
+    int rc = MPI_Allreduce(in_place ? MPI_IN_PLACE : s.p, r.p, (int) count, mpi_of(k), mpi_op(op),
+                           MPI_COMM_WORLD);
+    if (rc != MPI_SUCCESS) fail("%s: error %d", what, rc);
+    get(&r, h, what);
+    for (size_t i = 0; i < count; ++i)
+        if (load(k, h, i) != expected(op, i)) {
+            fail("%s: element %zu is %g, expected %g", what, i, load(k, h, i), expected(op, i));
+            break;
+        }
+    if (!in_place) { /* the send buffer must be untouched */
+        get(&s, h, what);
+        for (size_t i = 0; i < count; ++i)
+            if (load(k, h, i) != input(op, rank, i)) {
+                fail("%s: send buffer changed", what);
+                break;
+            }
+    }
+    ++checks;
+    free_buf(&s);
+    free_buf(&r);
+    free(h);
+}
+
+/* MAXLOC over pair types with gaps: MPI_DOUBLE_INT (12 bytes of data, extent 16) and
+ * MPI_SHORT_INT (a 2-byte hole between the fields). The gaps of the receive buffer must
+ * keep what was there (as Open MPI's own collectives do). */
+static void maxloc_case(size_t count, int shorts)
+{
+    typedef struct {
+        double v;
+        int i;
+    } dpair;
+    typedef struct {
+        short v;
+        int i;
+    } spair;
+    const size_t es = shorts ? sizeof(spair) : sizeof(dpair), bytes = count * es;
+    const size_t vsize = shorts ? sizeof(short) : sizeof(double), ioff = shorts ? 4 : 8;
+    unsigned char *h = malloc(bytes + 1);
+    memset(h, 0xee, bytes);
+    struct buf s = alloc_buf(on_dev(0), bytes), r = alloc_buf(on_dev(1), bytes);
+    put(&r, h); /* gaps: 0xee */
+    memset(h, 0x11, bytes); /* the send buffer's gaps differ */
+    for (size_t e = 0; e < count; ++e) {
+        const double v = val(rank, e);
+        const short sv = (short) v;
+        memcpy(h + e * es, shorts ? (const void *) &sv : (const void *) &v, vsize);
+        memcpy(h + e * es + ioff, &rank, sizeof rank);
+    }
+    put(&s, h);
+    const char *what = shorts ? "maxloc short_int" : "maxloc double_int";
+    if (MPI_Allreduce(s.p, r.p, (int) count, shorts ? MPI_SHORT_INT : MPI_DOUBLE_INT, MPI_MAXLOC,
+                      MPI_COMM_WORLD) != MPI_SUCCESS)
+        fail("%s: error", what);
+    get(&r, h, what);
+    for (size_t e = 0; e < count; ++e) {
+        double best = val(0, e);
+        int at = 0;
+        for (int q = 1; q < size; ++q)
+            if (val(q, e) > best) best = val(q, e), at = q;
+        double v = 0;
+        short sv = 0;
+        int idx = 0;
+        if (shorts) {
+            memcpy(&sv, h + e * es, sizeof sv);
+            v = sv;
+        } else {
+            memcpy(&v, h + e * es, sizeof v);
+        }
+        memcpy(&idx, h + e * es + ioff, sizeof idx);
+        if (v != best || idx != at) {
+            fail("%s count %zu: element %zu is (%g,%d), expected (%g,%d)", what, count, e, v, idx, best, at);
+            break;
+        }
+        const size_t gap = shorts ? vsize : ioff + sizeof(int), gap_end = shorts ? ioff : es;
+        for (size_t b = gap; b < gap_end; ++b)
+            if (h[e * es + b] != 0xee) {
+                fail("%s count %zu: gap byte %zu of element %zu written", what, count, b, e);
+                e = count;
+                break;
+            }
+    }
+    ++checks;
+    free_buf(&s);
+    free_buf(&r);
+    free(h);
+}
+
+static void user_sum(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+    (void) dt;
+    for (int i = 0; i < *len; ++i) ((int *) inout)[i] += ((int *) in)[i];
+}
+
+/* Sum over the vector type below: ints 0 and 2 of every 3. */
+static void vector_sum(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+    (void) dt;
+    for (int e = 0; e < *len; ++e) {
+        ((int *) inout)[3 * e] += ((int *) in)[3 * e];
+        ((int *) inout)[3 * e + 2] += ((int *) in)[3 * e + 2];
+    }
+}
+
+/* A commutative user op (reduced on the host) and a derived datatype (previous module). */
+static void user_and_derived_case(size_t count)
+{
+    MPI_Op op, vop;
+    MPI_Op_create(user_sum, 1, &op);
+    MPI_Op_create(vector_sum, 1, &vop);
+    MPI_Datatype vec;
+    MPI_Type_vector(2, 1, 2, MPI_INT, &vec); /* ints 0 and 2 of every 4 (extent 3 ints) */
+    MPI_Type_commit(&vec);
+    const size_t ints = count * 3 + 1;
+    int *h = calloc(ints, sizeof(int));
+    for (int pass = 0; pass < 2; ++pass) {
+        const char *what = pass ? "derived datatype" : "user op";
+        for (size_t i = 0; i < ints; ++i) h[i] = val(rank, i);
+        struct buf s = alloc_buf(on_dev(0), ints * sizeof(int)), r = alloc_buf(on_dev(1), ints * sizeof(int));
+        put(&s, h);
+        for (size_t i = 0; i < ints; ++i) h[i] = -1000; /* gaps in rbuf must keep this */
+        put(&r, h);
+        int rc = pass ? MPI_Allreduce(s.p, r.p, (int) count, vec, vop, MPI_COMM_WORLD)
+                      : MPI_Allreduce(s.p, r.p, (int) ints, MPI_INT, op, MPI_COMM_WORLD);
+        if (rc != MPI_SUCCESS) fail("%s: error %d", what, rc);
+        get(&r, h, what);
+        for (size_t i = 0; i < ints; ++i) {
+            const int in_type = !pass || (i % 3 != 1 && i < count * 3);
+            const int want = in_type ? (int) expected(0, i) : -1000;
+            if (pass && i == ints - 1) continue; /* beyond the vector's span */
+            if (h[i] != want) {
+                fail("%s: int %zu is %d, expected %d", what, i, h[i], want);
+                break;
+            }
+        }
+        ++checks;
+        free_buf(&s);
+        free_buf(&r);
+    }
+    MPI_Type_free(&vec);
+    MPI_Op_free(&op);
+    MPI_Op_free(&vop);
+    free(h);
+}
+
+static void reduce_scatter_case(enum kind k, size_t total, int block, int in_place)
+{
+    char what[128];
+    snprintf(what, sizeof what, "reduce_scatter%s type %d total %zu%s", block ? "_block" : "", (int) k,
+             total, in_place ? " in place" : "");
+    int *counts = malloc(size * sizeof(int));
+    size_t sum = 0;
+    for (int r = 0; r < size; ++r) {
+        counts[r] = block ? (int) (total / size) : (int) (total * (r % 3) / (size + 1)); /* some 0 */
+        sum += (size_t) counts[r];
+    }
+    size_t displ = 0;
+    for (int r = 0; r < rank; ++r) displ += (size_t) counts[r];
+    const size_t es = size_of(k);
+    char *h = malloc(sum * es + 1);
+    for (size_t i = 0; i < sum; ++i) store(k, h, i, input(0, rank, i));
+    struct buf s = alloc_buf(on_dev(0), sum * es);
+    struct buf r = alloc_buf(on_dev(1), in_place ? sum * es : (size_t) counts[rank] * es);
+    put(in_place ? &r : &s, h);
+    int rc = block ? MPI_Reduce_scatter_block(in_place ? MPI_IN_PLACE : s.p, r.p, counts[0], mpi_of(k),
+                                              MPI_SUM, MPI_COMM_WORLD)
+                   : MPI_Reduce_scatter(in_place ? MPI_IN_PLACE : s.p, r.p, counts, mpi_of(k), MPI_SUM,
+                                        MPI_COMM_WORLD);
+    if (rc != MPI_SUCCESS) fail("%s: error %d", what, rc);
+    get(&r, h, what);
+    for (int i = 0; i < counts[rank]; ++i)
+        if (load(k, h, (size_t) i) != expected(0, displ + (size_t) i)) {
+            fail("%s: element %d is %g, expected %g", what, i, load(k, h, (size_t) i),
+                 expected(0, displ + (size_t) i));
+            break;
+        }
+    ++checks;
+    free_buf(&s);
+    free_buf(&r);
+    free(h);
+    free(counts);
+}
+
+/* `bytes_send`: the contribution goes as MPI_BYTE (a conversion themis must do). */
+static void allgather_case(size_t count, int in_place, int bytes_send)
+{
+    char what[128];
+    snprintf(what, sizeof what, "allgather count %zu%s%s", count, in_place ? " in place" : "",
+             bytes_send ? " from bytes" : "");
+    const size_t all = count * (size_t) size;
+    int *h = malloc(all * sizeof(int) + 1);
+    for (size_t i = 0; i < all; ++i) h[i] = -77;
+    for (size_t i = 0; i < count; ++i) h[(size_t) rank * count + i] = val(rank, i);
+    struct buf s = alloc_buf(on_dev(0), count * sizeof(int)), r = alloc_buf(on_dev(1), all * sizeof(int));
+    put(&r, h);
+    put(&s, h + (size_t) rank * count);
+    int rc = in_place ? MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, r.p, (int) count, MPI_INT, MPI_COMM_WORLD)
+             : bytes_send ? MPI_Allgather(s.p, (int) (count * sizeof(int)), MPI_BYTE, r.p, (int) count, MPI_INT,
+                                          MPI_COMM_WORLD)
+                          : MPI_Allgather(s.p, (int) count, MPI_INT, r.p, (int) count, MPI_INT, MPI_COMM_WORLD);
+    if (rc != MPI_SUCCESS) fail("%s: error %d", what, rc);
+    get(&r, h, what);
+    for (int q = 0; q < size; ++q)
+        for (size_t i = 0; i < count; ++i)
+            if (h[(size_t) q * count + i] != val(q, i)) {
+                fail("%s: block %d element %zu is %d, expected %d", what, q, i, h[(size_t) q * count + i], val(q, i));
+                q = size;
+                break;
+            }
+    ++checks;
+    free_buf(&s);
+    free_buf(&r);
+    free(h);
+}
+
+/* All-Reduce bandwidth, device buffers against host buffers, in one run: the two kinds
+ * alternate every iteration so machine noise hits both alike. One sample = the slowest
+ * rank's time of one call after a barrier; busbw = algbw x 2(n-1)/n (nccl-tests). */
+static void bench(size_t bytes, int iters)
+{
+    const size_t count = bytes / sizeof(float);
+    float *h = malloc(count * sizeof(float) + 1);
+    for (size_t i = 0; i < count; ++i) h[i] = (float) val(rank, i);
+    struct buf s[2], r[2]; /* [0] device, [1] host */
+    for (int k = 0; k < 2; ++k) {
+        s[k] = alloc_buf(k == 0, count * sizeof(float));
+        r[k] = alloc_buf(k == 0, count * sizeof(float));
+        put(&s[k], h);
+    }
+    double total[2] = {0, 0}, best[2] = {1e30, 1e30};
+    const int warmup = 3;
+    for (int it = -warmup; it < iters; ++it)
+        for (int j = 0; j < 2; ++j) {
+            const int k = (it + warmup + j) % 2; /* which kind goes first alternates */
+            MPI_Barrier(MPI_COMM_WORLD);
+            const double t0 = MPI_Wtime();
+            MPI_Allreduce(s[k].p, r[k].p, (int) count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+            double t = MPI_Wtime() - t0, slowest = 0;
+            MPI_Allreduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+            if (it < 0) continue;
+            total[k] += slowest;
+            if (slowest < best[k]) best[k] = slowest;
+        }
+    for (int k = 0; k < 2; ++k) { /* the results must still be right */
+        get(&r[k], h, k ? "bench host" : "bench device");
+        for (size_t i = 0; i < count; ++i)
+            if (h[i] != (float) expected(0, i)) {
+                fail("bench %s: element %zu wrong", k ? "host" : "device", i);
+                break;
+            }
+    }
+    if (rank == 0) {
+        printf("cuda_bench: allreduce float sum, %zu B, %d ranks, %d iterations\n", count * sizeof(float),
+               size, iters);
+        printf("cuda_bench: %-7s %12s %12s %12s %12s\n", "buffers", "avg_ms", "min_ms", "algbw_GB/s",
+               "busbw_GB/s");
+        for (int k = 0; k < 2; ++k) {
+            const double avg = total[k] / iters, alg = (double) (count * sizeof(float)) / avg / 1e9;
+            printf("cuda_bench: %-7s %12.3f %12.3f %12.3f %12.3f\n", k ? "host" : "device", avg * 1e3,
+                   best[k] * 1e3, alg, alg * 2.0 * (size - 1) / size);
+        }
+    }
+    for (int k = 0; k < 2; ++k) {
+        free_buf(&s[k]);
+        free_buf(&r[k]);
+    }
+    free(h);
+}
+
+int main(int argc, char **argv)
+{
+    int ranks_per_gpu = 0, iters = 20;
+    size_t bench_bytes = 0;
+    for (int i = 1; i < argc; ++i) {
+        if (!strcmp(argv[i], "--probe")) return load_driver(0);
+        if (!strcmp(argv[i], "--kinds") && i + 1 < argc) kinds = argv[++i];
+        else if (!strcmp(argv[i], "--expect") && i + 1 < argc) expect = argv[++i];
+        else if (!strcmp(argv[i], "--ranks-per-gpu") && i + 1 < argc) ranks_per_gpu = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--bench") && i + 1 < argc) bench_bytes = strtoull(argv[++i], NULL, 0);
+        else if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
+        else {
+            fprintf(stderr, "usage: %s [--probe] [--kinds device|mixed|split] [--expect direct|staged|nokernels|any] "
+                            "[--ranks-per-gpu N] [--bench BYTES [--iters N]]\n", argv[0]);
+            return 2;
+        }
+    }
+    /* Before MPI_Init: CUDA first, as MPI+CUDA programs do. */
+    int skip = load_driver(1);
+    if (skip) return load_driver(0);
+    int devices = 0;
+    cu.DeviceGetCount(&devices);
+    const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    int local = lr ? atoi(lr) : 0;
+    if (ranks_per_gpu > 0) local /= ranks_per_gpu;
+    CUdevice dev;
+    CUcontext ctx;
+    CUresult res = cu.DeviceGet(&dev, local % devices);
+    if (res == CUDA_SUCCESS) res = cu.PrimaryCtxRetain(&ctx, dev);
+    if (res == CUDA_SUCCESS) res = cu.CtxSetCurrent(ctx);
+    if (res != CUDA_SUCCESS) {
+        fprintf(stderr, "cuda_check: cannot use device %d: %d\n", local % devices, (int) res);
+        return 2;
+    }
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (bench_bytes) {
+        bench(bench_bytes, iters > 0 ? iters : 1);
+        MPI_Finalize();
+        return failures ? 1 : 0;
+    }
+    unsigned long long before[4] = {0}, after[4] = {0};
+    if (cu.fake_counters) cu.fake_counters(before);
+
+    const size_t big = 300007, small = 37; /* above / below coll_themis_min_bytes */
+    for (int op = 0; op < 4; ++op) allreduce_case(K_FLOAT, op, big, 0);
+    allreduce_case(K_DOUBLE, 0, big, 1);
+    allreduce_case(K_DOUBLE, 3, big / 3, 0);
+    allreduce_case(K_INT32, 0, big, 1);
+    allreduce_case(K_INT64, 2, big / 2, 0);
+    allreduce_case(K_INT8, 0, big, 0); /* 8-bit sum: reduced on the host */
+    allreduce_case(K_INT32, 0, small, 0);
+    allreduce_case(K_FLOAT, 3, small, 1);
+    maxloc_case(big / 4, 0);
+    maxloc_case(big / 4, 1);
+    maxloc_case(small, 0);
+    maxloc_case(small, 1);
+    user_and_derived_case(big / 4);
+    reduce_scatter_case(K_FLOAT, big, 0, 0);
+    reduce_scatter_case(K_INT64, big, 0, 1);
+    reduce_scatter_case(K_DOUBLE, big, 1, 0);
+    reduce_scatter_case(K_INT32, big, 1, 1);
+    reduce_scatter_case(K_INT32, small * size, 1, 0);
+    allgather_case(big / 2, 0, 0);
+    allgather_case(big / 2, 1, 0);
+    allgather_case(big / 2, 0, 1);
+    allgather_case(small, 0, 0);
+
+    if (cu.fake_counters) { /* the emulated driver says which path ran */
+        cu.fake_counters(after);
+        const unsigned long long launches = after[0] - before[0], copies = after[1] - before[1];
+        const int device_here = on_dev(0) || on_dev(1);
+        if (!strcmp(expect, "direct") && device_here && launches == 0)
+            fail("expected reductions by kernels (direct path): none launched");
+        if ((!strcmp(expect, "staged") || !strcmp(expect, "nokernels")) && launches != 0)
+            fail("expected no kernel launches (%s): %llu launched", expect, launches);
+        if (strcmp(expect, "any") && device_here && copies == 0) fail("no asynchronous copies at all");
+        if (rank == 0)
+            printf("cuda_check: emulated driver: %llu kernel launches, %llu async copies (rank 0)\n",
+                   launches, copies);
+    }
+
+    int total = 0;
+    MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf("cuda_check: %s: %d ranks, kinds %s: %d checks per rank, %d failures\n",
+               total ? "FAILED" : "passed", size, kinds, checks, total);
+    MPI_Finalize();
+    return total ? 1 : 0;
+}

@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# cuda_run.sh -- the CUDA tests of coll/themis (CTest's "CUDA tests" block runs them).
+#
+#   cuda_run.sh kernels   the fat binary holds SASS for sm_75/80/86/89/90, PTX for
+#                         compute_90 and every kernel (no GPU needed)
+#   cuda_run.sh variant   the component's sources still compile without CUDA
+#                         (make cuda-off-variant; no GPU needed)
+#   cuda_run.sh fake      the MPI test matrix on device buffers against an emulated CUDA
+#                         driver (test/mpi/cuda_fake_driver.c): checks the glue's logic
+#                         (detection, routing, staging, kernel selection), NOT a GPU
+#   cuda_run.sh gpu       the MPI test matrix on a real GPU: several ranks per GPU,
+#                         transports pml and ucx, coll_themis_cuda auto and staged,
+#                         a staging budget small enough to evict
+#   cuda_run.sh bench [BYTES...]
+#                         All-Reduce bandwidth, device vs host buffers in one run (GPU)
+#
+# Exit status 77 means "skipped" (CTest: SKIP_RETURN_CODE 77): CUDA not configured,
+# or (gpu, bench) no usable GPU. Never "passed" without having run.
+# Environment: MPIRUN, THEMIS_BUILDDIR (default <this dir>/../../build), NP (bench,
+# default 2), OMPI_DEFAULT_COMPONENT_DIR (Open MPI's own component dir).
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+BUILDDIR=${THEMIS_BUILDDIR:-$here/../../build}
+MPIRUN=${MPIRUN:-mpirun}
+if [ -z "${OMPI_DEFAULT_COMPONENT_DIR:-}" ]; then
+  libdir=$(pkg-config --variable=libdir ompi 2>/dev/null || echo /usr/lib/x86_64-linux-gnu/openmpi/lib)
+  if [ -d "$libdir/openmpi3" ]; then OMPI_DEFAULT_COMPONENT_DIR=$libdir/openmpi3
+  else OMPI_DEFAULT_COMPONENT_DIR=$libdir/openmpi; fi
+fi
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+PROG=$BUILDDIR/test/mpi/themis-cuda-check
+KDIR=$BUILDDIR/ompi/mca/coll/themis/cuda
+
+skip() { echo "cuda_run: SKIPPED: $*"; exit 77; }
+die() { echo "cuda_run: FAILED: $*" >&2; exit 1; }
+
+configured_with_cuda() { grep -Eq '^DEFS = .*-DTHEMIS_HAVE_CUDA=1' "$BUILDDIR/Makefile" 2>/dev/null; }
+
+# run NAME NP [--env VAR=VALUE]... [--mca NAME VALUE]... [--colls LIST] [--verbose V]
+#     [--expect REGEX]... -- PROGRAM ARGS
+# Runs the program under mpirun with coll/themis from the build tree (verbose 2 unless
+# given), and checks that themis itself ran the collectives (default: all four) on
+# MPI_COMM_WORLD (its stats lines), and that the output matches every REGEX.
+run() {
+  local name=$1 np=$2; shift 2
+  local -a env=() mca=() expect=()
+  local colls="allreduce reduce_scatter reduce_scatter_block allgather" verbose=2
+  while [ "$1" != "--" ]; do
+    case $1 in
+      --env) env+=(-x "$2"); shift 2 ;;
+      --mca) mca+=(--mca "$2" "$3"); shift 3 ;;
+      --colls) colls=$2; shift 2 ;;
+      --verbose) verbose=$2; shift 2 ;;
+      --expect) expect+=("$2"); shift 2 ;;
+      *) die "run: bad option $1" ;;
+    esac
+  done
+  shift
+  local log=$BUILDDIR/test/mpi/logs/cuda_$name.log
+  mkdir -p "$(dirname "$log")"
+  echo "== $name: np $np ${mca[*]} ${env[*]} -- $*"
+  timeout "${THEMIS_MPI_TIMEOUT:-300}" "$MPIRUN" -np "$np" --oversubscribe \
+    --mca mca_base_component_path "$BUILDDIR/component:$OMPI_DEFAULT_COMPONENT_DIR" \
+    --mca coll_themis_verbose "$verbose" --mca coll_themis_min_bytes 65536 "${mca[@]}" "${env[@]}" \
+    "$PROG" "$@" >"$log" 2>&1
+  local rc=$?
+  grep -E '^cuda_(check|bench)' "$log"
+  if [ $rc -ne 0 ]; then tail -n 40 "$log"; die "$name: exit status $rc (log $log)"; fi
+  grep -q 'cuda_check: passed' "$log" || grep -q 'cuda_bench:' "$log" || die "$name: no verdict (log $log)"
+  local coll
+  for coll in $colls; do
+    grep -Eq "coll:themis:stats comm MPI_COMM_WORLD rank [0-9]+: $coll calls [0-9]+ themis [1-9]" "$log" \
+      || die "$name: themis never ran $coll on MPI_COMM_WORLD (log $log)"
+  done
+  local re
+  for re in "${expect[@]}"; do
+    grep -Eq "$re" "$log" || die "$name: no output matches /$re/ (log $log)"
+  done
+}
+
+case ${1:-} in
+kernels)
+  configured_with_cuda || skip "this build has no CUDA (configure found no nvcc)"
+  python3 "$here/cuda_kernels_check.py" "$KDIR/reduce_kernels.fatbin" "$KDIR/reduce_kernels_fatbin.c"
+  ;;
+variant)
+  configured_with_cuda || skip "this build is itself the variant without CUDA"
+  make -s -C "$BUILDDIR" cuda-off-variant
+  ;;
+fake)
+  configured_with_cuda || skip "this build has no CUDA (configure found no nvcc)"
+  fake=$BUILDDIR/test/mpi/.libs/libcuda-fake.so
+  [ -f "$fake" ] && [ -x "$PROG" ] || die "build the tests first (make check)"
+  dir=$(mktemp -d) && trap 'rm -rf "$dir"' EXIT
+  ln -s "$fake" "$dir/libcuda.so.1"
+  export LD_LIBRARY_PATH=$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  L=(--env "LD_LIBRARY_PATH=$LD_LIBRARY_PATH")
+  # The transport cannot move device memory here: staged, in every memory layout.
+  run fake_staged_2x2 4 "${L[@]}" --mca coll_themis_dims 2x2 -- --kinds device --expect staged
+  # The least budget, many small chunks: the staging window has to move (evictions).
+  run fake_staged_mixed_evict 4 "${L[@]}" --mca coll_themis_dims 2x2 --mca coll_themis_staging_bytes 1 \
+    --mca coll_themis_chunks 32 --mca coll_themis_min_chunk_bytes 4096 --mca coll_themis_max_active 1 \
+    --verbose 5 --expect "staged through host memory: .* [1-9][0-9]* evictions" \
+    -- --kinds mixed --expect staged
+  run fake_staged_split_np3 3 "${L[@]}" --mca coll_themis_max_active 1 -- --kinds split --expect any
+  run fake_staged_ucx 4 "${L[@]}" --mca coll_themis_transport ucx --mca coll_themis_dims 4 \
+    -- --kinds device --expect staged
+  # Direct: device memory readable by the host stands for a transport that moves it.
+  run fake_direct_2x2 4 "${L[@]}" --env FAKE_CUDA_HOST_VISIBLE=1 --env THEMIS_TEST_CUDA_DIRECT=1 \
+    --mca coll_themis_dims 2x2 -- --kinds device --expect direct
+  run fake_direct_mixed 4 "${L[@]}" --env FAKE_CUDA_HOST_VISIBLE=1 --env THEMIS_TEST_CUDA_DIRECT=1 \
+    --mca coll_themis_dims 2x2 -- --kinds mixed --expect direct
+  # No kernels for this GPU: device reductions on the host, still correct.
+  run fake_direct_nokernels 2 "${L[@]}" --env FAKE_CUDA_HOST_VISIBLE=1 --env THEMIS_TEST_CUDA_DIRECT=1 \
+    --env FAKE_CUDA_NO_KERNELS=1 --expect "cuda-kernels-unavailable|could not load its CUDA reduction kernels" \
+    -- --kinds device --expect nokernels
+  echo "cuda_run: fake: all passed (emulated driver: no GPU was used)"
+  ;;
+gpu)
+  configured_with_cuda || skip "this build has no CUDA (configure found no nvcc)"
+  [ -x "$PROG" ] || die "build the tests first (make check)"
+  "$PROG" --probe || skip "no usable GPU here"
+  for t in pml ucx; do
+    for c in auto staged; do
+      run gpu_${t}_${c}_np4 4 --mca coll_themis_transport $t --mca coll_themis_cuda $c \
+        --mca coll_themis_dims 2x2 -- --kinds device
+      run gpu_${t}_${c}_np3_mixed 3 --mca coll_themis_transport $t --mca coll_themis_cuda $c \
+        -- --kinds mixed
+    done
+  done
+  run gpu_pml_split_np2 2 --mca coll_themis_dims 2 -- --kinds split
+  run gpu_staged_evict_np4 4 --mca coll_themis_cuda staged --mca coll_themis_staging_bytes 1 \
+    --mca coll_themis_chunks 32 --mca coll_themis_min_chunk_bytes 4096 --mca coll_themis_max_active 1 \
+    --mca coll_themis_dims 2x2 --verbose 5 --expect "staged through host memory: .* [1-9][0-9]* evictions" \
+    -- --kinds device
+  echo "cuda_run: gpu: all passed"
+  ;;
+bench)
+  configured_with_cuda || skip "this build has no CUDA (configure found no nvcc)"
+  [ -x "$PROG" ] || die "build the tests first (make check)"
+  "$PROG" --probe || skip "no usable GPU here"
+  shift
+  sizes=("$@")
+  [ ${#sizes[@]} -gt 0 ] || sizes=(1048576 16777216 268435456)
+  for bytes in "${sizes[@]}"; do
+    for t in pml ucx; do
+      run bench_${t}_$bytes "${NP:-2}" --mca coll_themis_transport $t --colls allreduce \
+        -- --bench "$bytes" --iters 20
+    done
+  done
+  ;;
+*)
+  sed -n '2,20p' "$0"; exit 2 ;;
+esac

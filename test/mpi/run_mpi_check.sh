@@ -1,0 +1,229 @@
+#!/usr/bin/env bash
+# run_mpi_check.sh -- run test/mpi/themis-mpi-check under mpirun with coll/themis loaded
+# from the build tree, and decide from two sources:
+#   (a) the program's own verdict ("themis_mpi_check: N passed, 0 failed", exit 0), and
+#   (b) themis's call statistics (coll_themis_verbose >= 2 prints, per rank and
+#       communicator, "coll:themis:stats comm NAME rank R: COLL calls N themis M" when the
+#       communicator is freed): where themis should run it must have run (M > 0), where
+#       it should decline it must not have (M = 0), where it is not even loaded there are
+#       no such lines.
+#
+# usage: run_mpi_check.sh [options] [-- program options]
+#   --name NAME            log directory name (default mpi_check)
+#   --np N                 processes (default 4; run with --oversubscribe)
+#   --dims SPEC            coll_themis_dims (default auto; "" = leave unset)
+#   --policy P             coll_themis_policy (baseline|themis)
+#   --intra P              coll_themis_intra_policy (fifo|scf)
+#   --max-active K         coll_themis_max_active
+#   --chunks C             coll_themis_chunks (default 8); also given to the program
+#   --min-bytes B          coll_themis_min_bytes (default 1024); also given to the program
+#   --min-chunk-bytes B    coll_themis_min_chunk_bytes (default 64, so small messages are
+#                          still cut into chunks)
+#   --verbose V            coll_themis_verbose (default 2)
+#   --mca NAME VALUE       any other MCA parameter (repeatable; overrides the above)
+#   --collectives LIST     collectives the program runs and the stats checks require
+#                          (default: the four themis takes)
+#   --require LIST         collectives the stats checks require (default: --collectives)
+#   --expect-themis LIST   comma-separated communicator names (shell globs): for every
+#                          required collective there are stats lines and every one shows
+#                          themis > 0
+#   --expect-declined LIST stats lines exist and all show themis 0
+#   --expect-absent LIST   no stats lines at all for these names
+#   --expect-no-stats      themis is not loaded: no coll:themis output at all
+#   --expect-policy NAME=P the verbose-5 plan lines of NAME all say "policy P/" (repeatable)
+#   --expect-output REGEX  the output matches this extended regex (repeatable)
+#   --expect-init-failure REGEX  the run must fail (MPI_Init) and its output match REGEX;
+#                          the program's verdict and the stats are not checked
+#   --timeout S            limit for mpirun (default $THEMIS_MPI_TIMEOUT or 240)
+# Environment: MPIRUN, THEMIS_BUILDDIR (default: <this dir>/../../build),
+#   OMPI_DEFAULT_COMPONENT_DIR (Open MPI's own component dir; it must stay in the path).
+# Logs: $THEMIS_BUILDDIR/test/mpi/logs/NAME/: console.log, ranks/ (per-rank files from
+#   mpirun --output-filename: lines of different ranks never interleave there),
+#   ranks.log (those, concatenated), component/ (the copy of the DSO the run used).
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+BUILDDIR=${THEMIS_BUILDDIR:-$here/../../build}
+MPIRUN=${MPIRUN:-mpirun}
+if [ -z "${OMPI_DEFAULT_COMPONENT_DIR:-}" ]; then
+  libdir=$(pkg-config --variable=libdir ompi 2>/dev/null || echo /usr/lib/x86_64-linux-gnu/openmpi/lib)
+  if [ -d "$libdir/openmpi3" ]; then OMPI_DEFAULT_COMPONENT_DIR=$libdir/openmpi3
+  else OMPI_DEFAULT_COMPONENT_DIR=$libdir/openmpi; fi
+fi
+
+NAME=mpi_check NP=4 TIMEOUT=${THEMIS_MPI_TIMEOUT:-240}
+COLLS=allreduce,reduce_scatter,reduce_scatter_block,allgather
+declare -A MCA=([coll_themis_dims]=auto [coll_themis_chunks]=8 [coll_themis_min_bytes]=1024
+                [coll_themis_min_chunk_bytes]=64 [coll_themis_verbose]=2)
+EXPECT_THEMIS=() EXPECT_DECLINED=() EXPECT_ABSENT=() EXPECT_POLICY=() EXPECT_OUTPUT=()
+EXPECT_NO_STATS=0 EXPECT_INIT_FAILURE='' PROG_ARGS=() COLLS_GIVEN=0 REQUIRE=
+
+die() { echo "run_mpi_check: $*" >&2; exit 2; }
+split() { local IFS=,; read -ra _out <<<"$1"; printf '%s\n' "${_out[@]}"; }
+
+while [ $# -gt 0 ]; do
+  case $1 in
+    --name) NAME=$2; shift 2 ;;
+    --np) NP=$2; shift 2 ;;
+    --dims) if [ -n "$2" ]; then MCA[coll_themis_dims]=$2; else unset 'MCA[coll_themis_dims]'; fi; shift 2 ;;
+    --policy) MCA[coll_themis_policy]=$2; shift 2 ;;
+    --intra) MCA[coll_themis_intra_policy]=$2; shift 2 ;;
+    --max-active) MCA[coll_themis_max_active]=$2; shift 2 ;;
+    --chunks) MCA[coll_themis_chunks]=$2; shift 2 ;;
+    --min-bytes) MCA[coll_themis_min_bytes]=$2; shift 2 ;;
+    --min-chunk-bytes) MCA[coll_themis_min_chunk_bytes]=$2; shift 2 ;;
+    --verbose) MCA[coll_themis_verbose]=$2; shift 2 ;;
+    --mca) MCA[$2]=$3; shift 3 ;;
+    --collectives) COLLS=$2; COLLS_GIVEN=1; shift 2 ;;
+    --require) REQUIRE=$2; shift 2 ;;
+    --expect-themis) mapfile -t -O ${#EXPECT_THEMIS[@]} EXPECT_THEMIS < <(split "$2"); shift 2 ;;
+    --expect-declined) mapfile -t -O ${#EXPECT_DECLINED[@]} EXPECT_DECLINED < <(split "$2"); shift 2 ;;
+    --expect-absent) mapfile -t -O ${#EXPECT_ABSENT[@]} EXPECT_ABSENT < <(split "$2"); shift 2 ;;
+    --expect-no-stats) EXPECT_NO_STATS=1; shift ;;
+    --expect-policy) EXPECT_POLICY+=("$2"); shift 2 ;;
+    --expect-output) EXPECT_OUTPUT+=("$2"); shift 2 ;;
+    --expect-init-failure) EXPECT_INIT_FAILURE=$2; shift 2 ;;
+    --timeout) TIMEOUT=$2; shift 2 ;;
+    --) shift; PROG_ARGS=("$@"); break ;;
+    -h|--help) sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown option $1 (see --help)" ;;
+  esac
+done
+
+BUILDDIR=$(cd "$BUILDDIR" 2>/dev/null && pwd -P) || die "no build directory (set THEMIS_BUILDDIR)"
+PROG=${THEMIS_MPI_CHECK:-$BUILDDIR/test/mpi/themis-mpi-check}
+COMPONENT=$BUILDDIR/ompi/mca/coll/themis/.libs/mca_coll_themis.so
+[ -x "$PROG" ] || die "$PROG not built (make -C $BUILDDIR test/mpi/themis-mpi-check)"
+[ -f "$COMPONENT" ] || die "$COMPONENT not built (make -C $BUILDDIR ompi/mca/coll/themis/mca_coll_themis.la)"
+[ -d "$OMPI_DEFAULT_COMPONENT_DIR" ] || die "Open MPI component dir $OMPI_DEFAULT_COMPONENT_DIR missing"
+
+LOGDIR=$BUILDDIR/test/mpi/logs/$NAME
+rm -rf "$LOGDIR"
+mkdir -p "$LOGDIR"
+CONSOLE=$LOGDIR/console.log
+
+# A directory holding only the component (pointing mca_base_component_path at .libs
+# makes Open MPI try, and complain about, every object file there), with a copy of
+# it: a relink of the build tree's DSO during the run cannot change it under us.
+COMPDIR=$LOGDIR/component
+mkdir -p "$COMPDIR"
+cp "$COMPONENT" "$COMPDIR/mca_coll_themis.so" || die "cannot copy $COMPONENT"
+
+# The program computes its boundary counts from the parameters in force.
+pre=(--chunks "${MCA[coll_themis_chunks]:-64}" --min-bytes "${MCA[coll_themis_min_bytes]:-65536}")
+[ "$COLLS_GIVEN" = 0 ] || pre+=(--collectives "$COLLS")
+PROG_ARGS=("${pre[@]}" "${PROG_ARGS[@]}")
+
+if [ "$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+cmd=(timeout -k 10 "$TIMEOUT" "$MPIRUN" --oversubscribe --bind-to none -np "$NP"
+     --output-filename "$LOGDIR/ranks"
+     --mca mca_base_component_path "$COMPDIR:$OMPI_DEFAULT_COMPONENT_DIR")
+for k in $(printf '%s\n' "${!MCA[@]}" | sort); do cmd+=(--mca "$k" "${MCA[$k]}"); done
+cmd+=("$PROG" "${PROG_ARGS[@]}")
+
+echo "run_mpi_check: $NAME: ${cmd[*]}"
+start=$(date +%s.%N)
+"${cmd[@]}" >"$CONSOLE" 2>&1 </dev/null
+rc=$?
+secs=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')
+
+# What the ranks printed, one rank after the other: lines of different ranks can be
+# cut and interleaved on the console, never in these files. ALL adds the console
+# (mpirun's own messages).
+RANKS=$LOGDIR/ranks.log ALL=$LOGDIR/all.log
+: >"$RANKS"
+if [ -d "$LOGDIR/ranks" ]; then
+  find "$LOGDIR/ranks" -type f \( -name stdout -o -name stderr \) | sort | xargs -r cat >"$RANKS"
+fi
+[ -s "$RANKS" ] || cp "$CONSOLE" "$RANKS"
+cat "$RANKS" "$CONSOLE" >"$ALL"
+
+problems=()
+fail() { problems+=("$*"); }
+
+if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+  fail "mpirun did not finish within ${TIMEOUT}s (killed)"
+elif [ -n "$EXPECT_INIT_FAILURE" ]; then
+  [ "$rc" != 0 ] || fail "expected MPI_Init to fail, but the run exited 0"
+  grep -Eq -- "$EXPECT_INIT_FAILURE" "$ALL" || fail "output does not match /$EXPECT_INIT_FAILURE/"
+else
+  verdict=$(grep -ho 'themis_mpi_check: [0-9]* passed, [0-9]* failed' "$CONSOLE" | tail -1)
+  [ "$rc" = 0 ] || fail "mpirun exited $rc"
+  case $verdict in
+    *" passed, 0 failed") ;;
+    "") fail "no final 'themis_mpi_check: N passed, M failed' line" ;;
+    *) fail "program reported: ${verdict#themis_mpi_check: }" ;;
+  esac
+
+  # name|rank|collective|calls|themis
+  mapfile -t STATS < <(grep -ho 'themis:stats comm .* rank [0-9]*: [a-z_]* calls [0-9]* themis [0-9]*' "$RANKS" |
+    sed -E 's/^themis:stats comm (.*) rank ([0-9]+): ([a-z_]+) calls ([0-9]+) themis ([0-9]+)$/\1|\2|\3|\4|\5/')
+  mapfile -t REQUIRED < <(split "${REQUIRE:-$COLLS}")
+
+  # stats_for PATTERN [COLL]: the matching records
+  stats_for() {
+    local rec name rest coll
+    for rec in "${STATS[@]}"; do
+      name=${rec%%|*}; rest=${rec#*|}; rest=${rest#*|}; coll=${rest%%|*}
+      # shellcheck disable=SC2053
+      [[ $name == $1 ]] || continue
+      [ -z "${2:-}" ] || [ "$coll" = "$2" ] || continue
+      echo "$rec"
+    done
+  }
+
+  for pat in "${EXPECT_THEMIS[@]}"; do
+    summary=()
+    for coll in "${REQUIRED[@]}"; do
+      mapfile -t recs < <(stats_for "$pat" "$coll")
+      if [ ${#recs[@]} = 0 ]; then fail "$pat: no stats line for $coll (themis never called?)"; continue; fi
+      zero=0 calls=0 acc=0
+      for rec in "${recs[@]}"; do
+        IFS='|' read -r _ _ _ c m <<<"$rec"
+        calls=$((calls + c)); acc=$((acc + m)); [ "$m" -gt 0 ] || zero=$((zero + 1))
+      done
+      [ "$zero" = 0 ] || fail "$pat: $coll: themis ran 0 of the calls on $zero of ${#recs[@]} rank(s)"
+      summary+=("$coll $acc/$calls")
+    done
+    echo "run_mpi_check: $pat: themis ran (themis/calls, all ranks): ${summary[*]}"
+  done
+  for pat in "${EXPECT_DECLINED[@]}"; do
+    mapfile -t recs < <(stats_for "$pat")
+    if [ ${#recs[@]} = 0 ]; then fail "$pat: no stats lines (themis not selected, or not called?)"; continue; fi
+    acc=0 calls=0
+    for rec in "${recs[@]}"; do IFS='|' read -r _ _ _ c m <<<"$rec"; acc=$((acc + m)); calls=$((calls + c)); done
+    [ "$acc" = 0 ] || fail "$pat: expected themis to decline, but it ran $acc call(s)"
+    echo "run_mpi_check: $pat: declined: $calls calls, all to the previous module"
+  done
+  for pat in "${EXPECT_ABSENT[@]}"; do
+    mapfile -t recs < <(stats_for "$pat")
+    [ ${#recs[@]} = 0 ] || fail "$pat: expected no themis module, found ${#recs[@]} stats line(s)"
+  done
+  if [ "$EXPECT_NO_STATS" = 1 ]; then
+    n=$(grep -c 'coll:themis' "$ALL")
+    [ "$n" = 0 ] || fail "expected themis not to be loaded, found $n coll:themis line(s)"
+  fi
+  for ep in "${EXPECT_POLICY[@]}"; do
+    cname=${ep%%=*} want=${ep#*=}
+    mapfile -t plans < <(grep -ho "coll:themis: comm $cname (cid [0-9]*) rank [0-9]*: [a-z_]* [0-9]* B: .*policy [a-z]*/" "$RANKS")
+    if [ ${#plans[@]} = 0 ]; then fail "$cname: no plan lines (coll_themis_verbose >= 5?)"; continue; fi
+    bad=$(printf '%s\n' "${plans[@]}" | grep -vc "policy $want/")
+    if [ "$bad" = 0 ]; then echo "run_mpi_check: $cname: ${#plans[@]} plan lines, all policy $want"
+    else fail "$cname: $bad of ${#plans[@]} plan lines do not say policy $want"; fi
+  done
+fi
+for re in "${EXPECT_OUTPUT[@]}"; do
+  grep -Eq -- "$re" "$ALL" || fail "output does not match /$re/"
+done
+
+if [ ${#problems[@]} = 0 ]; then
+  echo "run_mpi_check: PASS $NAME (${secs}s)${verdict:+: ${verdict#themis_mpi_check: }}"
+  exit 0
+fi
+echo "run_mpi_check: FAIL $NAME (${secs}s, exit $rc); log: $CONSOLE"
+printf '  - %s\n' "${problems[@]}"
+echo "---- program failures (first 40) ----"
+grep -h 'themis_mpi_check: FAIL' "$RANKS" | head -40
+echo "---- last 40 lines of $CONSOLE ----"
+tail -40 "$CONSOLE"
+exit 1
