@@ -18,19 +18,10 @@ int Engine::next_tag_base(int d) {
 }
 
 std::unique_ptr<Execution> Engine::start(std::shared_ptr<const Plan> plan, char *work,
-                                         Reducer &reducer) {
-    return start(std::move(plan), work, reducer, RunOptions());
-}
-
-std::unique_ptr<Execution> Engine::start(std::shared_ptr<const Plan> plan, char *work,
                                          Reducer &reducer, const RunOptions &options) {
     auto exec = std::make_unique<Execution>(*this, std::move(plan), work, reducer, options);
     exec->progress();
     return exec;
-}
-
-void Engine::run(std::shared_ptr<const Plan> plan, char *work, Reducer &reducer) {
-    run(std::move(plan), work, reducer, RunOptions());
 }
 
 void Engine::run(std::shared_ptr<const Plan> plan, char *work, Reducer &reducer,
@@ -38,10 +29,6 @@ void Engine::run(std::shared_ptr<const Plan> plan, char *work, Reducer &reducer,
     auto exec = start(std::move(plan), work, reducer, options);
     while (!exec->progress()) transport_.progress();
 }
-
-Execution::Execution(Engine &engine, std::shared_ptr<const Plan> plan, char *work,
-                     Reducer &reducer)
-    : Execution(engine, std::move(plan), work, reducer, RunOptions()) {}
 
 Execution::Execution(Engine &engine, std::shared_ptr<const Plan> plan, char *work,
                      Reducer &reducer, const RunOptions &options)

@@ -51,20 +51,13 @@ struct RunOptions {
     ChunkHooks *hooks = nullptr; // set: every byte is found through hooks->locate()
 };
 
-struct EngineServices {
-    Transport &transport;
-    Reducer &reducer;
-    Memory &memory;
-};
-
 class Engine;
 
 // One collective in flight: progress() until it returns true.
 class Execution {
   public:
-    Execution(Engine &engine, std::shared_ptr<const Plan> plan, char *work, Reducer &reducer);
     Execution(Engine &engine, std::shared_ptr<const Plan> plan, char *work, Reducer &reducer,
-              const RunOptions &options);
+              const RunOptions &options = {});
     bool progress();
     bool done() const { return remaining_ == 0; }
 
@@ -95,13 +88,10 @@ class Engine {
 
     // Starts a plan over the work buffer; `reducer` applies this call's op.
     std::unique_ptr<Execution> start(std::shared_ptr<const Plan> plan, char *work,
-                                     Reducer &reducer);
-    std::unique_ptr<Execution> start(std::shared_ptr<const Plan> plan, char *work,
-                                     Reducer &reducer, const RunOptions &options);
+                                     Reducer &reducer, const RunOptions &options = {});
     // Starts and drives a plan to completion.
-    void run(std::shared_ptr<const Plan> plan, char *work, Reducer &reducer);
     void run(std::shared_ptr<const Plan> plan, char *work, Reducer &reducer,
-             const RunOptions &options);
+             const RunOptions &options = {});
 
     const Topology &topology() const { return topo_; }
     Transport &transport() { return transport_; }
