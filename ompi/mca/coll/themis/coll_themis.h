@@ -53,6 +53,7 @@ typedef struct mca_coll_themis_component_t {
     double threshold;
     int plan_cache_size;
     int transport;
+    bool single_dim;
     int cuda;             /* THEMIS_CUDA_* */
     size_t staging_bytes; /* host staging budget for device buffers, per process */
 } mca_coll_themis_component_t;

@@ -43,6 +43,7 @@ mca_coll_themis_component_t mca_coll_themis_component = {
     .min_bytes = 64 * 1024,
     .threshold = 1.0 / 16,
     .plan_cache_size = 64,
+    .single_dim = false,
     .transport = THEMIS_TRANSPORT_PML, /* measured faster here, see bench/RESULTS.md */
     .cuda = THEMIS_CUDA_AUTO,
     .staging_bytes = 128 * 1024 * 1024,
@@ -103,6 +104,11 @@ static int themis_register(void)
                  "[:alg=LIST], e.g. 2x4:bw=200Gbps,100Gbps:lat=1us,5us:alg=ring,hd; "
                  "auto[:bw=...] = ranks of a node form dimension 0, nodes dimension 1)",
                  MCA_BASE_VAR_TYPE_STRING, NULL, OPAL_INFO_LVL_4, &c->dims);
+    register_var("single_dim",
+                 "Run themis also when dims=auto finds a single dimension (all ranks on one "
+                 "node, or one rank per node), where it has nothing to balance (valid: "
+                 "true, false = hand such communicators to the previous module)",
+                 MCA_BASE_VAR_TYPE_BOOL, NULL, OPAL_INFO_LVL_5, &c->single_dim);
     register_enum("policy",
                   "Inter-dimension chunk scheduling (valid: baseline = fixed hierarchical "
                   "order, themis = load-balancing order); MPI_Info key themis_policy overrides "

@@ -54,6 +54,14 @@ ompi_communicator_t *private_duplicate(ompi_communicator_t *comm) {
     return dup;
 }
 
+bool is_auto(const std::string &dims) { return dims.compare(0, 4, "auto") == 0; }
+
+int active_dimensions(const Topology &topo) {
+    int n = 0;
+    for (const Dimension &d : topo.dims()) n += d.peers > 1;
+    return n;
+}
+
 void say(int level, ompi_communicator_t *comm, const std::string &text) {
     opal_output_verbose(level, params().output, "coll:themis: comm %s (cid %u) rank %d: %s",
                         comm->c_name, comm->c_contextid, ompi_comm_rank(comm), text.c_str());
@@ -117,6 +125,13 @@ std::unique_ptr<Context> Context::create(mca_coll_themis_module_t *m, ompi_commu
     } catch (const std::exception &e) {
         ok = false;
         why = e.what();
+    }
+    if (ok && !params().single_dim && is_auto(params().dims) &&
+        active_dimensions(layout.topology) < 2) {
+        // Every rank holds the same layout: all decline together.
+        ok = false;
+        why = "dims=auto found one dimension (" + layout.topology.to_spec() +
+              "): nothing for Themis to balance (coll_themis_single_dim=1 runs it anyway)";
     }
     if (!all_agree(m, comm, ok)) {
         say(1, comm, "not used, previous module kept: " + (why.empty() ? "another rank declined" : why));

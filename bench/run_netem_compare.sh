@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# run_netem_compare.sh -- coll/themis vs tuned and han on the emulated network.
+#
+# For every profile below: build the network (bench/netem/netem.py, hosts mode: 4 hosts
+# x 2 ranks that Open MPI sees as separate nodes, so coll/han engages; every dimension
+# a shaped link), run build/bench/themis-bench with themis (Themis order),
+# themis_baseline (fixed hierarchical order), tuned and han interleaved in one run,
+# every result validated, and tear the network down. CSV files go to bench/results/.
+#
+# Profiles (rates in Mbit/s per rank and dimension):
+#   equal   every dimension alike: the baseline order overloads the first dimension
+#   enough  "just enough": B_d = n_d x B_(d+1), where the baseline order is balanced
+#   hetero  the first dimension the slowest
+#
+# Environment: SIZES [16M:16M], ITERS [2], COLLS [allreduce,reduce_scatter_block,allgather],
+# PROFILES [all six], OUT [bench/results], TIMEOUT [1200] seconds per run.
+set -uo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+OUT=${OUT:-bench/results}
+SIZES=${SIZES:-16M:16M}
+ITERS=${ITERS:-2}
+COLLS=${COLLS:-allreduce,reduce_scatter_block,allgather}
+TIMEOUT=${TIMEOUT:-1200}
+NETEM=bench/netem/netem.py
+PROFILES=${PROFILES:-"2x4:equal:150,150 2x4:enough:200,100 2x4:hetero:100,200
+2x2x2:equal:100,100,100 2x2x2:enough:200,100,50 2x2x2:hetero:50,100,200"}
+
+mkdir -p "$OUT"
+trap 'python3 "$NETEM" down >/dev/null 2>&1 || true' EXIT
+python3 "$NETEM" check || exit 77
+for profile in $PROFILES; do
+  IFS=: read -r dims name rates <<<"$profile"
+  label="${dims}_${name}"
+  spec="$dims:bw=$(echo "$rates" | sed 's/,/Mbps,/g')Mbps"
+  echo "==> $label: $spec"
+  python3 "$NETEM" up --dims "$spec" --mode hosts >/dev/null || exit 1
+  python3 "$NETEM" run --themis --timeout "$TIMEOUT" -- \
+    build/bench/themis-bench -m "$SIZES" -i "$ITERS" -x 1 -c --collective "$COLLS" \
+    --impl themis,themis_baseline,tuned,han --dims "$spec" --label "$label" \
+    --csv "$OUT/netem_$label.csv" 2>&1 | grep -vE "setpgid|coll:themis"
+  python3 "$NETEM" down >/dev/null
+done
