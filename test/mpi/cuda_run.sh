@@ -103,7 +103,7 @@ fake)
     --mca coll_themis_chunks 32 --mca coll_themis_min_chunk_bytes 4096 --mca coll_themis_max_active 1 \
     --verbose 5 --expect "staged through host memory: .* [1-9][0-9]* evictions" \
     -- --kinds mixed --expect staged
-  run fake_staged_split_np3 3 "${L[@]}" --mca coll_themis_max_active 1 -- --kinds split --expect any
+  run fake_staged_split_np3 3 "${L[@]}" --mca coll_themis_dims 3 --mca coll_themis_max_active 1 -- --kinds split --expect any
   run fake_staged_ucx 4 "${L[@]}" --mca coll_themis_transport ucx --mca coll_themis_dims 4 \
     -- --kinds device --expect staged
   # Direct: device memory readable by the host stands for a transport that moves it.
@@ -112,7 +112,7 @@ fake)
   run fake_direct_mixed 4 "${L[@]}" --env FAKE_CUDA_HOST_VISIBLE=1 --env THEMIS_TEST_CUDA_DIRECT=1 \
     --mca coll_themis_dims 2x2 -- --kinds mixed --expect direct
   # No kernels for this GPU: device reductions on the host, still correct.
-  run fake_direct_nokernels 2 "${L[@]}" --env FAKE_CUDA_HOST_VISIBLE=1 --env THEMIS_TEST_CUDA_DIRECT=1 \
+  run fake_direct_nokernels 2 "${L[@]}" --mca coll_themis_dims 2 --env FAKE_CUDA_HOST_VISIBLE=1 --env THEMIS_TEST_CUDA_DIRECT=1 \
     --env FAKE_CUDA_NO_KERNELS=1 --expect "cuda-kernels-unavailable|could not load its CUDA reduction kernels" \
     -- --kinds device --expect nokernels
   echo "cuda_run: fake: all passed (emulated driver: no GPU was used)"
@@ -126,7 +126,7 @@ gpu)
       run gpu_${t}_${c}_np4 4 --mca coll_themis_transport $t --mca coll_themis_cuda $c \
         --mca coll_themis_dims 2x2 -- --kinds device
       run gpu_${t}_${c}_np3_mixed 3 --mca coll_themis_transport $t --mca coll_themis_cuda $c \
-        -- --kinds mixed
+        --mca coll_themis_dims 3 -- --kinds mixed
     done
   done
   run gpu_pml_split_np2 2 --mca coll_themis_dims 2 -- --kinds split
@@ -145,7 +145,7 @@ bench)
   [ ${#sizes[@]} -gt 0 ] || sizes=(1048576 16777216 268435456)
   for bytes in "${sizes[@]}"; do
     for t in pml ucx; do
-      run bench_${t}_$bytes "${NP:-2}" --mca coll_themis_transport $t --colls allreduce \
+      run bench_${t}_$bytes "${NP:-2}" --mca coll_themis_dims "${NP:-2}" --mca coll_themis_transport $t --colls allreduce \
         -- --bench "$bytes" --iters 20
     done
   done
