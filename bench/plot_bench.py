@@ -2,7 +2,8 @@
 """plot_bench.py: draws themis-bench CSV results as one SVG (standard library only).
 
     plot_bench.py [--metric busbw|algbw|time|speedup] [--title TEXT] -o OUT.svg IN.csv...
-    plot_bench.py --table IN.csv...     (Markdown table of times and speedups vs tuned)
+    plot_bench.py --table [--stat avg|median|min] IN.csv...
+                                        (Markdown table of times and speedups vs tuned)
 
 One panel per (label, collective) found in the CSV files (the label is themis-bench's
 --label, e.g. "np4 dims=2x2"), one line per implementation, message size on a log2 x
@@ -155,9 +156,10 @@ def panel(out, x0, y0, w, h, title, series, metric):
                        '</circle>' % (px(x), py(y), color, escape(name), human_bytes(x), y))
 
 
-def print_table(rows):
-    """One line per (label, collective, size): each implementation's time (the statistic
-    themis-bench used for its speedups) and, for the others, t_tuned / t."""
+def print_table(rows, stat=None):
+    """One line per (label, collective, size): each implementation's time (`stat`, by
+    default the statistic themis-bench used for its speedups) and, for the others,
+    t_tuned / t computed from those times."""
     impls, keys, data = [], [], {}
     for r in rows:
         key = (r.get("label", ""), r["collective"], int(r["bytes"]))
@@ -169,7 +171,7 @@ def print_table(rows):
         data[key][r["impl"]] = r
     known = ["themis", "themis_baseline", "tuned", "han"]
     impls.sort(key=lambda i: known.index(i) if i in known else len(known))
-    stat = rows[0].get("stat", "avg")
+    stat = stat or rows[0].get("stat", "avg")
     col = {"avg": "avg_us", "median": "median_us", "min": "min_us"}.get(stat, "avg_us")
     others = [i for i in impls if i != "tuned"]
     head = ["config", "collective", "bytes"] + ["%s %s us" % (i, stat) for i in impls]
@@ -184,9 +186,11 @@ def print_table(rows):
             r = data[key].get(i)
             cells.append("%.0f" % float(r[col]) if r else "-")
         if "tuned" in impls:
+            tuned = data[key].get("tuned")
             for i in others:
                 r = data[key].get(i)
-                cells.append("%.2f" % float(r["speedup_vs_tuned"]) if r else "-")
+                ok = r and tuned and float(r[col]) > 0
+                cells.append("%.2f" % (float(tuned[col]) / float(r[col])) if ok else "-")
         print("| " + " | ".join(cells) + " |")
 
 
@@ -199,13 +203,15 @@ def main():
                     help="print a Markdown table (time of each implementation, t_tuned/t) "
                          "instead of drawing")
     ap.add_argument("--metric", choices=sorted(METRICS), default="busbw")
+    ap.add_argument("--stat", choices=["avg", "median", "min"], default=None,
+                    help="--table: which time to show and compare (default: the CSV's stat)")
     ap.add_argument("--title", default=None)
     ap.add_argument("--columns", type=int, default=0, help="panels per row (default: auto)")
     args = ap.parse_args()
 
     rows = read_rows(args.csv)
     if args.table:
-        print_table(rows)
+        print_table(rows, args.stat)
         return
     if not args.output:
         ap.error("-o/--output is required unless --table is given")
@@ -228,6 +234,8 @@ def main():
         if args.metric == "speedup" and value <= 0:
             continue
         groups[key].setdefault(impl, []).append((int(r["bytes"]), value))
+    known = ["themis", "themis_baseline", "tuned", "han"]
+    impls.sort(key=lambda i: known.index(i) if i in known else len(known))
     for i, name in enumerate(i for i in impls if i not in COLORS):
         COLORS[name] = EXTRA_COLORS[i % len(EXTRA_COLORS)]
 

@@ -22,6 +22,7 @@
 #   COLLS [all]             themis-bench --collective value
 #   SIZES [1M:64M]          large-message range;  SMALL_SIZES [1K:8K]
 #   ITERS [20] WARMUP [3]   large messages;  SMALL_ITERS [300] small messages
+#   SMALL [1]               0: skip the small-message runs
 #   STAT [avg]              avg|median|min: what speedups and bandwidths use
 #   TIMEOUT [600]           seconds per mpirun
 #   VALIDATE [0]            1: themis-bench -c (check every result)
@@ -48,6 +49,7 @@ SMALL_SIZES=${SMALL_SIZES:-1K:8K}
 ITERS=${ITERS:-20}
 WARMUP=${WARMUP:-3}
 SMALL_ITERS=${SMALL_ITERS:-300}
+SMALL=${SMALL:-1}
 STAT=${STAT:-avg}
 TIMEOUT=${TIMEOUT:-600}
 VALIDATE=${VALIDATE:-0}
@@ -189,10 +191,12 @@ for np in $NPS; do
       --impl themis,themis_baseline,tuned --bw measure
     large+=("$f")
   fi
-  f=$OUT/shm_np${np}_small$TAG.csv
-  bench "$np" auto "np$np small" "$f" -m "$SMALL_SIZES" -i "$SMALL_ITERS" -x 20 \
-    --impl themis,tuned
-  small+=("$f")
+  if [ "$SMALL" = 1 ]; then
+    f=$OUT/shm_np${np}_small$TAG.csv
+    bench "$np" auto "np$np small" "$f" -m "$SMALL_SIZES" -i "$SMALL_ITERS" -x 20 \
+      --impl themis,tuned
+    small+=("$f")
+  fi
 done
 
 mapfile -t large_ok < <(existing "${large[@]}")
