@@ -42,7 +42,7 @@ SPEC="2x4:bw=150Mbps,150Mbps"
 step "   and predicts a 2x4 network with 150 Mbit/s on both dimensions, All-Reduce of $SIZE:"
 for policy in baseline themis; do
   "$BUILD/tools/themis-sim" --topology "$SPEC:lat=0us" --collective allreduce --size "$SIZE" \
-    --chunks 64 --policy "$policy" --intra scf --max-active 2 --bandwidth-only \
+    --chunks 64 --policy "$policy" --intra scf --max-active 4 --bandwidth-only \
     | awk '/^(policy|predicted|utilization)/ { printf "   %s", $0 } END { print "" }' 
 done
 
