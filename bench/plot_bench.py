@@ -184,7 +184,8 @@ def print_table(rows, stat=None):
         cells = [label, coll, human_bytes(nbytes)]
         for i in impls:
             r = data[key].get(i)
-            cells.append("%.0f" % float(r[col]) if r else "-")
+            v = float(r[col]) if r else None
+            cells.append("-" if v is None else "%.0f" % v if v >= 100 else "%.3g" % v)
         if "tuned" in impls:
             tuned = data[key].get("tuned")
             for i in others:

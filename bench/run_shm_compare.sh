@@ -13,6 +13,7 @@
 #   bench/run_shm_compare.sh          the comparison above
 #   bench/run_shm_compare.sh sweep    knob sweep: themis with each setting of SWEEP_CONFIGS
 #                                     vs tuned (same run), NPS ranks, one CSV per rank count
+#                                     (with coll_themis_single_dim=1, so 1-D runs the engine)
 #
 # Environment (defaults in brackets):
 #   BUILD [build]           configured build directory (make bench/themis-bench there)
@@ -161,7 +162,8 @@ transport=ucx|auto|--mca coll_themis_transport ucx"
     while IFS='|' read -r label dims args; do
       [ -n "$label" ] || continue
       part_all=$SNAP/sweep.csv
-      EXTRA_MCA="$EXTRA_MCA $args" bench "$np" "${dims:-auto}" "$label" "$part_all" -m "$SWEEP_SIZES" \
+      # single_dim: a 1-D auto communicator would otherwise go straight to tuned.
+      EXTRA_MCA="--mca coll_themis_single_dim 1 $EXTRA_MCA $args" bench "$np" "${dims:-auto}" "$label" "$part_all" -m "$SWEEP_SIZES" \
         -i "$ITERS" -x "$WARMUP" --impl themis,tuned
       if [ -s "$part_all" ]; then
         if [ -s "$csv" ]; then tail -n +2 "$part_all" >> "$csv"; else cp "$part_all" "$csv"; fi
@@ -214,5 +216,7 @@ if [ ${#small_ok[@]} -gt 0 ]; then
   python3 "$PLOT" --table "${small_ok[@]}"
 fi
 echo
-echo "# files: $(cd "$OUT" && ls ./*"$TAG".csv ./*"$TAG".svg 2>/dev/null | tr '\n' ' ')"
+written=("${large_ok[@]}" "${small_ok[@]}")
+[ ${#large_ok[@]} -gt 0 ] && written+=("$OUT/shm_busbw$TAG.svg" "$OUT/shm_speedup$TAG.svg")
+echo "# files: ${written[*]}"
 exit $failed

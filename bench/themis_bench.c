@@ -538,6 +538,7 @@ static int read_cvar(const char *name, char *out, size_t len)
         unsigned long ul;
         unsigned long long ull;
         double d;
+        _Bool b;
         char s[1024];
     } v;
     memset(&v, 0, sizeof v);
@@ -568,6 +569,8 @@ static int read_cvar(const char *name, char *out, size_t len)
         snprintf(out, len, "%lu", v.ul);
     } else if (dt == MPI_UNSIGNED_LONG_LONG || dt == MPI_COUNT) {
         snprintf(out, len, "%llu", v.ull);
+    } else if (dt == MPI_C_BOOL) {
+        snprintf(out, len, "%s", v.b ? "true" : "false");
     } else if (dt == MPI_DOUBLE) {
         snprintf(out, len, "%g", v.d);
     } else {
@@ -581,7 +584,7 @@ static const char *themis_cvars[] = {"coll_themis_priority",   "coll_themis_dims
                                      "coll_themis_min_chunk_bytes", "coll_themis_max_active",
                                      "coll_themis_min_bytes",  "coll_themis_intra_policy",
                                      "coll_themis_load_model", "coll_themis_threshold",
-                                     "coll_themis_transport"};
+                                     "coll_themis_transport", "coll_themis_single_dim"};
 #define N_THEMIS_CVARS ((int) (sizeof themis_cvars / sizeof themis_cvars[0]))
 static char themis_cvar_values[N_THEMIS_CVARS][128];
 static int themis_loaded;
