@@ -13,7 +13,8 @@
 #   hetero  the first dimension the slowest
 #
 # Environment: SIZES [16M:16M], ITERS [2], COLLS [allreduce,reduce_scatter_block,allgather],
-# PROFILES [all six], OUT [bench/results], TIMEOUT [1200] seconds per run.
+# IMPLS [themis,themis_baseline,tuned,han], PROFILES [all six], OUT [bench/results],
+# TAG [] (appended to the CSV names), TIMEOUT [1200] seconds per run.
 set -uo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
@@ -21,6 +22,8 @@ OUT=${OUT:-bench/results}
 SIZES=${SIZES:-16M:16M}
 ITERS=${ITERS:-2}
 COLLS=${COLLS:-allreduce,reduce_scatter_block,allgather}
+IMPLS=${IMPLS:-themis,themis_baseline,tuned,han}
+TAG=${TAG:-}
 TIMEOUT=${TIMEOUT:-1200}
 NETEM=bench/netem/netem.py
 PROFILES=${PROFILES:-"2x4:equal:150,150 2x4:enough:200,100 2x4:hetero:100,200
@@ -37,7 +40,7 @@ for profile in $PROFILES; do
   python3 "$NETEM" up --dims "$spec" --mode hosts >/dev/null || exit 1
   python3 "$NETEM" run --themis --timeout "$TIMEOUT" -- \
     build/bench/themis-bench -m "$SIZES" -i "$ITERS" -x 1 -c --collective "$COLLS" \
-    --impl themis,themis_baseline,tuned,han --dims "$spec" --label "$label" \
-    --csv "$OUT/netem_$label.csv" 2>&1 | grep -vE "setpgid|coll:themis"
+    --impl "$IMPLS" --dims "$spec" --label "$label" \
+    --csv "$OUT/netem_$label$TAG.csv" 2>&1 | grep -vE "setpgid|coll:themis"
   python3 "$NETEM" down >/dev/null
 done

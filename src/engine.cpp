@@ -36,7 +36,7 @@ Execution::Execution(Engine &engine, std::shared_ptr<const Plan> plan, char *wor
       memory_(options.memory ? *options.memory : engine.memory()), hooks_(options.hooks),
       next_(engine.topology().num_dims(), 0), active_(engine.topology().num_dims()),
       op_done_(plan_->ops.size(), false), tag_base_(plan_->ops.size(), 0),
-      remaining_(plan_->ops.size()) {
+      remaining_(plan_->ops.size()), trace_(options.trace), t0_(std::chrono::steady_clock::now()) {
     // Tags are numbered in each dimension's issue order, identical on every rank.
     for (size_t d = 0; d < plan_->dim_queue.size(); ++d)
         for (int op : plan_->dim_queue[d]) tag_base_[op] = engine_.next_tag_base(int(d));
@@ -48,6 +48,15 @@ Execution::Execution(Engine &engine, std::shared_ptr<const Plan> plan, char *wor
             last_stage_[i] = i + 1 == ops.size() || ops[i + 1].chunk != ops[i].chunk;
         hooks_->begin(*plan_);
     }
+    if (trace_) {
+        timing_.resize(plan_->ops.size());
+        for (size_t i = 0; i < timing_.size(); ++i)
+            timing_[i] = {{plan_->ops[i].chunk, plan_->ops[i].stage}, plan_->ops[i].dim, 0, 0, 0};
+    }
+}
+
+double Execution::now() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
 }
 
 void Execution::start_ready_ops(int d) {
@@ -59,9 +68,27 @@ void Execution::start_ready_ops(int d) {
         if (hooks_ && !hooks_->ready(op)) return; // its data is not in place yet
         StageContext ctx{engine_.transport(), reducer_, memory_, work_, op,
                          engine_.topology().dim(d).peers, tag_base_[op_index], hooks_};
+        if (trace_) {
+            // Ready when the chunk's previous stage ended here.
+            timing_[op_index].ready = op.previous >= 0 ? timing_[op.previous].end : 0;
+            timing_[op_index].start = now();
+        }
         active_[d].push_back(
             {op_index, make_stage_algorithm(engine_.topology().dim(d).algorithm, ctx)});
         ++next_[d];
+    }
+}
+
+void Execution::finish(int op) {
+    op_done_[op] = true;
+    --remaining_;
+    if (hooks_) {
+        hooks_->stage_done(plan_->ops[op]);
+        if (last_stage_[op]) hooks_->chunk_finished(plan_->ops[op].chunk);
+    }
+    if (trace_) {
+        timing_[op].end = now();
+        trace_->push_back(timing_[op]);
     }
 }
 
@@ -75,13 +102,7 @@ bool Execution::progress() {
             auto &active = active_[d];
             for (size_t i = 0; i < active.size();) {
                 if (active[i].algorithm->progress()) {
-                    const int done = active[i].op;
-                    op_done_[done] = true;
-                    --remaining_;
-                    if (hooks_) {
-                        hooks_->stage_done(plan_->ops[done]);
-                        if (last_stage_[done]) hooks_->chunk_finished(plan_->ops[done].chunk);
-                    }
+                    finish(active[i].op);
                     active.erase(active.begin() + static_cast<long>(i));
                     changed = true;
                 } else {

@@ -15,6 +15,7 @@
 // and ranks that do not run the same collective together.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <vector>
 
@@ -49,6 +50,9 @@ class ChunkHooks {
 struct RunOptions {
     Memory *memory = nullptr;    // temporaries and packing copies
     ChunkHooks *hooks = nullptr; // set: every byte is found through hooks->locate()
+    // Set: every op's ready, start and end times on this rank, seconds from the start of
+    // the call, appended in completion order (trace.h writes them as CSV).
+    std::vector<StageRun> *trace = nullptr;
 };
 
 class Engine;
@@ -67,6 +71,8 @@ class Execution {
         std::unique_ptr<StageAlgorithm> algorithm;
     };
     void start_ready_ops(int dim);
+    void finish(int op);
+    double now() const;
 
     Engine &engine_;
     std::shared_ptr<const Plan> plan_;
@@ -80,6 +86,9 @@ class Execution {
     std::vector<bool> op_done_;
     std::vector<int> tag_base_; // per op
     size_t remaining_;
+    std::vector<StageRun> *trace_;
+    std::chrono::steady_clock::time_point t0_;
+    std::vector<StageRun> timing_; // per op, with a trace
 };
 
 class Engine {

@@ -1,7 +1,8 @@
 // themis_sim: the what-if command line over the Themis planner (themis-sim --help).
 //
 //   one run   --topology T --size S [...]  summary on stdout; optional SVG timeline and
-//                                          per-stage CSV
+//                                          per-stage CSV; --measured: beside a trace of
+//                                          the same collective run by the component
 //   --paper   [--csv FILE]                 the paper's microbenchmark: table and CSV
 //
 // Exit status: 0 done, 1 a file could not be written, 2 a bad command line (one line on
@@ -25,6 +26,7 @@
 
 #include "sim_paper.h"
 #include "timeline_svg.h"
+#include "trace.h"
 
 namespace {
 
@@ -65,6 +67,11 @@ One run:
                      stage, coloured by chunk, Reduce-Scatter solid, All-Gather hatched
   --csv FILE         write every stage as CSV: chunk,stage,dim,phase,input_bytes,ready_us,
                      start_us,end_us (in start order)
+  --measured FILE    compare with a trace of the same collective run by the component
+                     (coll_themis_trace; same columns, after a call column): completion,
+                     utilization and per-dimension busy time, predicted beside measured
+  --call N           the call of the trace to compare (default: the last one)
+  --measured-timeline FILE   the measured stages as an SVG timeline (as --timeline)
 
 The paper's microbenchmark (--paper): All-Reduce of 100 MB, 250 MB, 500 MB and 1 GB
 (decimal) in 64 chunks with K = 1 on the six Table 2 topologies, for the policies baseline
@@ -78,7 +85,8 @@ the baseline, per-topology and overall averages. --csv FILE writes one row per r
 with utilization a fraction; averages are not written as rows (every column stays a plain
 number or label), they are the mean of the rows.
 
-Exit status: 0 done, 1 a file could not be written, 2 a bad command line.
+Exit status: 0 done, 1 a file could not be written or a trace not read, 2 a bad command
+line.
 )";
 
 // A bad command line: main prints it as one line and exits with status 2.
@@ -91,8 +99,9 @@ struct Options {
     bool help = false, paper = false, bandwidth_only = false;
     std::string topology; // as given: a paper name or a spec
     SimCase run;          // everything but the topology
-    std::string timeline_path, csv_path;
+    std::string timeline_path, csv_path, measured_path, measured_timeline_path;
     int orders = 8;
+    long call = -1; // of the measured trace; -1: the last
     std::set<std::string> given; // option names seen
 };
 
@@ -196,6 +205,10 @@ const std::vector<OptionSpec> &option_specs() {
          [](Options &o, const std::string &v) { o.orders = parse_int("orders", v, 0, 1 << 20); }},
         {"timeline", true, [](Options &o, const std::string &v) { o.timeline_path = v; }},
         {"csv", true, [](Options &o, const std::string &v) { o.csv_path = v; }},
+        {"measured", true, [](Options &o, const std::string &v) { o.measured_path = v; }},
+        {"call", true, [](Options &o, const std::string &v) { o.call = parse_int("call", v, 0, 1 << 30); }},
+        {"measured-timeline", true,
+         [](Options &o, const std::string &v) { o.measured_timeline_path = v; }},
     };
     return specs;
 }
@@ -256,6 +269,9 @@ Options parse_args(int argc, char **argv) {
         if (!o.given.count(required))
             throw UsageError(std::string("missing --") + required +
                              ": one run needs --topology and --size (or run --paper)");
+    for (const char *needs_trace : {"call", "measured-timeline"})
+        if (o.given.count(needs_trace) && !o.given.count("measured"))
+            throw UsageError(std::string("--") + needs_trace + " needs --measured FILE");
     o.run.topology = resolve_topology(o.topology, o.bandwidth_only);
     return o;
 }
@@ -332,20 +348,70 @@ void print_orders(std::ostream &out, const SimResult &r, int count) {
 }
 
 std::string stages_csv(const SimResult &r) {
-    std::vector<StageRun> runs = r.ordering.runs;
-    std::stable_sort(runs.begin(), runs.end(),
-                     [](const StageRun &a, const StageRun &b) { return a.start < b.start; });
     std::ostringstream out;
-    out << "chunk,stage,dim,phase,input_bytes,ready_us,start_us,end_us\n";
-    char buf[256];
-    for (const StageRun &run : runs) {
-        const Stage &s = r.schedule[run.ref.chunk].stages[run.ref.stage];
-        snprintf(buf, sizeof buf, "%d,%d,%d,%s,%.3f,%.6f,%.6f,%.6f\n", run.ref.chunk, run.ref.stage,
-                 run.dim, phase_name(s.phase), s.input_bytes, run.ready * 1e6, run.start * 1e6,
-                 run.end * 1e6);
+    write_stage_csv_header(out, false);
+    write_stage_csv(out, r.schedule, r.ordering.runs);
+    return out.str();
+}
+
+// The trace's runs as the result of the same case: every stage must be one of the
+// plan's, on the dimension the plan gives it (else the trace is of another collective).
+SimResult measured_result(const Options &o, const SimResult &predicted) {
+    std::ifstream in(o.measured_path);
+    if (!in) throw std::runtime_error("cannot read " + o.measured_path + ": " + std::strerror(errno));
+    SimResult m = predicted;
+    m.ordering.runs = read_stage_csv(in, o.call);
+    size_t stages = 0;
+    for (const ChunkSchedule &c : predicted.schedule) stages += c.stages.size();
+    for (const StageRun &run : m.ordering.runs) {
+        const bool known = run.ref.chunk >= 0 && run.ref.chunk < int(predicted.schedule.size()) &&
+                           run.ref.stage >= 0 &&
+                           run.ref.stage < int(predicted.schedule[run.ref.chunk].stages.size());
+        if (!known || predicted.schedule[run.ref.chunk].stages[run.ref.stage].dim != run.dim)
+            throw std::runtime_error(o.measured_path + " is not a trace of this case: chunk " +
+                                     std::to_string(run.ref.chunk) + " stage " +
+                                     std::to_string(run.ref.stage) + " on dim " +
+                                     std::to_string(run.dim) + " is not in its plan");
+    }
+    if (m.ordering.runs.size() != stages)
+        throw std::runtime_error(o.measured_path + " holds " +
+                                 std::to_string(m.ordering.runs.size()) + " stages, the plan " +
+                                 std::to_string(stages));
+    m.ordering.busy = busy_per_dim(m.ordering.runs, o.run.topology.num_dims());
+    m.ordering.makespan = makespan(m.ordering.runs);
+    return m;
+}
+
+// Predicted beside measured: where the measured run lost time. "rate while busy" is
+// the predicted busy time over the measured one, times the nominal bandwidth: what the
+// link delivered while a stage was running on it.
+void print_comparison(std::ostream &out, const Options &o, const SimResult &p, const SimResult &m) {
+    char buf[200];
+    out << "measured     " << o.measured_path
+        << (o.call >= 0 ? ", call " + std::to_string(o.call) : std::string(", last call")) << "\n";
+    snprintf(buf, sizeof buf, "%-13s %12s %12s\n", "", "predicted", "measured");
+    out << buf;
+    snprintf(buf, sizeof buf, "%-13s %12s %12s\n", "completion", format_si(p.ordering.makespan, "s").c_str(),
+             format_si(m.ordering.makespan, "s").c_str());
+    out << buf;
+    snprintf(buf, sizeof buf, "%-13s %10.2f %% %10.2f %%\n\n", "utilization", 100 * p.utilization(),
+             100 * m.utilization());
+    out << buf;
+    snprintf(buf, sizeof buf, "%-4s %12s %12s %8s %8s %14s %12s\n", "dim", "busy pred", "busy meas",
+             "% pred", "% meas", "rate busy", "idle meas");
+    out << buf;
+    for (int d = 0; d < o.run.topology.num_dims(); ++d) {
+        const double pb = p.ordering.busy[d], mb = m.ordering.busy[d];
+        const auto share = [](double busy, const SimResult &r) {
+            return r.ordering.makespan > 0 ? 100 * busy / r.ordering.makespan : 0.0;
+        };
+        snprintf(buf, sizeof buf, "%-4d %12s %12s %8.2f %8.2f %14s %12s\n", d,
+                 format_si(pb, "s").c_str(), format_si(mb, "s").c_str(), share(pb, p), share(mb, m),
+                 mb > 0 ? format_si(pb / mb * o.run.topology.dim(d).bandwidth, "B/s").c_str() : "-",
+                 format_si(m.ordering.makespan - mb, "s").c_str());
         out << buf;
     }
-    return out.str();
+    out << "\n";
 }
 
 int run_one(const Options &o) {
@@ -356,6 +422,13 @@ int run_one(const Options &o) {
     if (!o.timeline_path.empty())
         write_file(o.timeline_path, timeline_svg(o.run, r, topology_label(o)));
     if (!o.csv_path.empty()) write_file(o.csv_path, stages_csv(r));
+    if (!o.measured_path.empty()) {
+        const SimResult m = measured_result(o, r);
+        print_comparison(std::cout, o, r, m);
+        if (!o.measured_timeline_path.empty())
+            write_file(o.measured_timeline_path,
+                       timeline_svg(o.run, m, topology_label(o), "measured"));
+    }
     return 0;
 }
 

@@ -156,15 +156,16 @@ std::string header(double height) {
            strf("<rect width=\"%.0f\" height=\"%.0f\" fill=\"#fff\"/>\n", kWidth, height);
 }
 
-std::string title(const SimCase &c, const SimResult &r, const std::string &topology_label) {
+std::string title(const SimCase &c, const SimResult &r, const std::string &topology_label,
+                  const char *timing) {
     const std::string line1 =
         strf("%s of %s in %d chunks on %s (%d ranks)", collective_name(c.collective),
              format_si(c.bytes, "B").c_str(), static_cast<int>(r.schedule.size()),
              topology_label.c_str(), c.topology.size());
     const std::string line2 =
-        strf("policy %s, load model %s, K = %d: predicted %s, ideal %s, utilization %.1f %%",
+        strf("policy %s, load model %s, K = %d: %s %s, ideal %s, utilization %.1f %%",
              policy_label(c.scheduler.policy, c.ordering.intra, c.ordering.max_active).c_str(),
-             load_model_name(c.scheduler.load_model), c.ordering.max_active,
+             load_model_name(c.scheduler.load_model), c.ordering.max_active, timing,
              format_si(r.ordering.makespan, "s").c_str(), format_si(r.ideal, "s").c_str(),
              100 * r.utilization());
     return strf("<text x=\"20\" y=\"26\" font-size=\"16\" font-weight=\"bold\">%s</text>\n",
@@ -270,11 +271,12 @@ std::string legend(double y) {
 
 } // namespace
 
-std::string timeline_svg(const SimCase &c, const SimResult &r, const std::string &topology_label) {
+std::string timeline_svg(const SimCase &c, const SimResult &r, const std::string &topology_label,
+                         const char *timing) {
     const Lanes l = assign_lanes(c.topology, r.ordering);
     const TimeAxis axis(std::max(r.ordering.makespan, r.ideal));
     const double height = l.bottom + kAxisHeight + kLegendHeight;
-    std::string svg = header(height) + title(c, r, topology_label);
+    std::string svg = header(height) + title(c, r, topology_label, timing);
     for (int d : l.dims) svg += lane(c.topology, r, l, d);
     svg += time_axis(axis, l); // the grid over the lanes' background, under the runs
     for (size_t i = 0; i < r.ordering.runs.size(); ++i) svg += run_rect(r, l, axis, i);

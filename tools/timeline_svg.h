@@ -14,7 +14,9 @@
 namespace themis::sim {
 
 // The SVG document. `topology_label` is how the title names the network (the user's
-// paper name or spec; the canonical spec is long).
-std::string timeline_svg(const SimCase &c, const SimResult &r, const std::string &topology_label);
+// paper name or spec; the canonical spec is long); `timing` says where the stage times
+// come from ("predicted" by the simulation, "measured" from a trace).
+std::string timeline_svg(const SimCase &c, const SimResult &r, const std::string &topology_label,
+                         const char *timing = "predicted");
 
 } // namespace themis::sim

@@ -540,6 +540,68 @@ TEST(EngineSequence, TwoCollectivesInFlightAtOnce) {
 }
 
 // ---------------------------------------------------------------------------------------
+// The trace of an execution (RunOptions::trace)
+
+TEST(EngineTrace, EveryOpOnceInPlanOrderWithConsistentTimes) {
+    Topology t = parse_topology("2x2x2:alg=ring,hd,direct");
+    Config c;
+    c.k = 2;
+    c.chunks = 16;
+    World w(t, c);
+    const int n = t.size();
+    const uint64_t count = 4000;
+    std::vector<std::vector<int64_t>> buf(n, std::vector<int64_t>(count));
+    for (int r = 0; r < n; ++r)
+        for (uint64_t e = 0; e < count; ++e) buf[r][e] = ival(r, e);
+    SumReducer<int64_t> sum;
+    std::vector<std::vector<StageRun>> traces(n);
+    std::vector<std::shared_ptr<const Plan>> plans;
+    std::vector<std::unique_ptr<Execution>> execs;
+    for (int r = 0; r < n; ++r) {
+        plans.push_back(w.plan(Collective::AllReduce, {count}, 8, r));
+        RunOptions options;
+        options.trace = &traces[r];
+        execs.push_back(w.engines[r]->start(plans[r], reinterpret_cast<char *>(buf[r].data()),
+                                            sum, options));
+    }
+    ASSERT_TRUE(drive(execs));
+    for (int r = 0; r < n; ++r) {
+        const Plan &plan = *plans[r];
+        ASSERT_EQ(traces[r].size(), plan.ops.size()) << "rank " << r;
+        // Index the records by op; each op exactly once.
+        std::vector<const StageRun *> by_op(plan.ops.size(), nullptr);
+        for (const StageRun &run : traces[r]) {
+            auto it = std::find_if(plan.ops.begin(), plan.ops.end(), [&](const PlanOp &op) {
+                return op.chunk == run.ref.chunk && op.stage == run.ref.stage;
+            });
+            ASSERT_NE(it, plan.ops.end());
+            const size_t i = static_cast<size_t>(it - plan.ops.begin());
+            ASSERT_EQ(by_op[i], nullptr) << "op " << i << " recorded twice";
+            ASSERT_EQ(run.dim, it->dim);
+            by_op[i] = &run;
+        }
+        for (size_t i = 0; i < plan.ops.size(); ++i) {
+            const StageRun &run = *by_op[i];
+            const int prev = plan.ops[i].previous;
+            EXPECT_EQ(run.ready, prev >= 0 ? by_op[prev]->end : 0.0) << "op " << i;
+            EXPECT_LE(run.ready, run.start) << "op " << i;
+            EXPECT_LE(run.start, run.end) << "op " << i;
+        }
+        // Each dimension started its ops in the plan's issue order.
+        for (size_t d = 0; d < plan.dim_queue.size(); ++d)
+            for (size_t q = 1; q < plan.dim_queue[d].size(); ++q)
+                EXPECT_LE(by_op[plan.dim_queue[d][q - 1]]->start, by_op[plan.dim_queue[d][q]]->start)
+                    << "rank " << r << " dim " << d << " position " << q;
+    }
+    for (uint64_t e = 0; e < count; ++e) {
+        int64_t want = 0;
+        for (int q = 0; q < n; ++q) want += ival(q, e);
+        for (int r = 0; r < n; ++r) ASSERT_EQ(buf[r][e], want) << "rank " << r << " element " << e;
+    }
+    EXPECT_TRUE(w.clean());
+}
+
+// ---------------------------------------------------------------------------------------
 // Edge cases
 
 TEST(EngineEdge, SingleRankIsANoOp) {
