@@ -7,6 +7,8 @@
  *
  *   themis           "themis"       + themis_policy=themis    (Themis load-balancing order)
  *   themis_baseline  "themis"       + themis_policy=baseline  (fixed hierarchical order)
+ *   themis_pml       as themis      + themis_transport=pml    (stages through Open MPI's PML)
+ *   themis_ucx       as themis      + themis_transport=ucx    (stages through UCX UCP)
  *   tuned            "^themis"      (coll/tuned wins, as without the component)
  *   han              "han,^themis"  (coll/han; it steps aside when all ranks share a node)
  *
@@ -56,12 +58,15 @@ struct impl_def {
     const char *name;
     const char *preference; /* ompi_comm_coll_preference */
     const char *policy;     /* themis_policy, or NULL */
+    const char *transport;  /* themis_transport, or NULL (coll_themis_transport) */
 };
 static const struct impl_def known_impls[] = {
-    {"themis", "themis", "themis"},
-    {"themis_baseline", "themis", "baseline"},
-    {"tuned", "^themis", NULL},
-    {"han", "han,^themis", NULL},
+    {"themis", "themis", "themis", NULL},
+    {"themis_baseline", "themis", "baseline", NULL},
+    {"themis_pml", "themis", "themis", "pml"},
+    {"themis_ucx", "themis", "themis", "ucx"},
+    {"tuned", "^themis", NULL, NULL},
+    {"han", "han,^themis", NULL, NULL},
 };
 #define N_KNOWN_IMPLS ((int) (sizeof known_impls / sizeof known_impls[0]))
 
@@ -132,8 +137,8 @@ static void usage(void)
         "  -d, --datatype T              float | double | int | char (float)\n"
         "      --collective C            allreduce | reduce_scatter | reduce_scatter_block |\n"
         "                                allgather | all, or a comma list (allreduce)\n"
-        "      --impl LIST               of themis, themis_baseline, tuned, han\n"
-        "                                (themis,themis_baseline,tuned)\n"
+        "      --impl LIST               of themis, themis_baseline, themis_pml, themis_ucx,\n"
+        "                                tuned, han (themis,themis_baseline,tuned)\n"
         "      --bw LIST                 per-dimension bandwidth per rank for the ideal bound;\n"
         "                                plain numbers are bytes/s; units B/s KB/s MB/s GB/s\n"
         "                                (decimal) or bps kbps Mbps Gbps also accepted;\n"
@@ -353,7 +358,8 @@ static void parse_options(int argc, char **argv, struct options *o)
         die("--collective: '%s' is not a list of allreduce, reduce_scatter, "
             "reduce_scatter_block, allgather, all", colls);
     if (split_list(impls, ',', MAX_IMPLS, add_impl, o) < 0 || o->n_impls == 0)
-        die("--impl: '%s' is not a list of distinct themis, themis_baseline, tuned, han", impls);
+        die("--impl: '%s' is not a list of distinct themis, themis_baseline, themis_pml, "
+            "themis_ucx, tuned, han", impls);
     if (o->dims_spec && (bw || peers)) die("--dims replaces --bw and --peers");
     if (o->dims_spec) parse_dims(o, o->dims_spec);
     if (bw && strcmp(bw, "measure") == 0) {
@@ -898,6 +904,8 @@ int main(int argc, char **argv)
         MPI_Info_create(&info);
         MPI_Info_set(info, "ompi_comm_coll_preference", o.impls[k].def->preference);
         if (o.impls[k].def->policy) MPI_Info_set(info, "themis_policy", o.impls[k].def->policy);
+        if (o.impls[k].def->transport)
+            MPI_Info_set(info, "themis_transport", o.impls[k].def->transport);
         MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &o.impls[k].comm);
         MPI_Info_free(&info);
         char name[64];
@@ -915,9 +923,11 @@ int main(int argc, char **argv)
     if (world_rank == 0) {
         printf("# themis-bench: %d ranks; implementations:", world_size);
         for (int k = 0; k < o.n_impls; ++k)
-            printf(" %s[%s%s%s]", o.impls[k].def->name, o.impls[k].def->preference,
+            printf(" %s[%s%s%s%s%s]", o.impls[k].def->name, o.impls[k].def->preference,
                    o.impls[k].def->policy ? " policy=" : "",
-                   o.impls[k].def->policy ? o.impls[k].def->policy : "");
+                   o.impls[k].def->policy ? o.impls[k].def->policy : "",
+                   o.impls[k].def->transport ? " transport=" : "",
+                   o.impls[k].def->transport ? o.impls[k].def->transport : "");
         printf("\n# coll/themis %s", themis_loaded ? "loaded:" : "NOT loaded (themis rows measure "
                                                                   "the fallback module)");
         if (themis_loaded)

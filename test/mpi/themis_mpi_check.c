@@ -80,7 +80,8 @@ static struct {
     size_t chunks, min_bytes;
     int large, many, cycles, big, max_report, verbose;
     unsigned info_via; /* 1: MPI_Comm_dup_with_info, 2: MPI_Comm_set_info */
-    const char *info_policy, *types; /* types: NULL = every type of the table */
+    const char *info_key, *info_value; /* --info-policy / --info-transport */
+    const char *types; /* NULL = every type of the table */
     uint64_t seed;
 } opt;
 
@@ -1756,42 +1757,44 @@ static void family_quirks(void)
     comm_info_free(&plain);
 }
 
-/* --info-policy P: the MPI_Info key themis_policy given to MPI_Comm_dup_with_info
- * (chk_info_P) and to MPI_Comm_set_info on a plain dup (chk_setinfo_P), as --info-via
- * says. The key must be visible through MPI_Comm_get_info (themis reads it from the
- * communicator's info); the runner checks the policy themis printed at verbose 5. */
+/* --info-policy P (--info-transport T): the MPI_Info key themis_policy=P
+ * (themis_transport=T) given to MPI_Comm_dup_with_info (chk_info_P) and to
+ * MPI_Comm_set_info on a plain dup (chk_setinfo_P), as --info-via says. The key must be
+ * visible through MPI_Comm_get_info (themis reads it from the communicator's info); the
+ * runner checks what themis printed (the policy at verbose 5, the transport at 1). */
 static void family_info(void)
 {
     MPI_Info info;
     MPI_Info_create(&info);
-    MPI_Info_set(info, "themis_policy", opt.info_policy);
+    MPI_Info_set(info, opt.info_key, opt.info_value);
     comm_info cs[2];
     int n = 0;
     char name[64];
     MPI_Comm d;
     if (opt.info_via & 1) {
         MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &d);
-        snprintf(name, sizeof name, "chk_info_%s", opt.info_policy);
+        snprintf(name, sizeof name, "chk_info_%s", opt.info_value);
         comm_info_init(&cs[n++], d, name);
     }
     if (opt.info_via & 2) {
         MPI_Comm_dup(MPI_COMM_WORLD, &d);
         MPI_Comm_set_info(d, info);
-        snprintf(name, sizeof name, "chk_setinfo_%s", opt.info_policy);
+        snprintf(name, sizeof name, "chk_setinfo_%s", opt.info_value);
         comm_info_init(&cs[n++], d, name);
     }
     MPI_Info_free(&info);
     for (int i = 0; i < n; i++) {
         check_t ck;
-        check_start(&ck, "info key themis_policy=%s visible on comm=%s", opt.info_policy, cs[i].name);
+        check_start(&ck, "info key %s=%s visible on comm=%s", opt.info_key, opt.info_value,
+                    cs[i].name);
         MPI_Info got;
         char value[MPI_MAX_INFO_VAL + 1] = "";
         int flag = 0;
         MPI_Comm_get_info(cs[i].comm, &got);
-        MPI_Info_get(got, "themis_policy", MPI_MAX_INFO_VAL, value, &flag);
+        MPI_Info_get(got, opt.info_key, MPI_MAX_INFO_VAL, value, &flag);
         MPI_Info_free(&got);
-        if (!flag || strcmp(value, opt.info_policy))
-            check_fail(&ck, "MPI_Comm_get_info: themis_policy %s", flag ? value : "not set");
+        if (!flag || strcmp(value, opt.info_value))
+            check_fail(&ck, "MPI_Comm_get_info: %s %s", opt.info_key, flag ? value : "not set");
         check_end(&ck);
         run_four(&cs[i], "MPI_DOUBLE", K_SUM, opt.inplace_lo);
         run_four(&g_world, "MPI_DOUBLE", K_SUM, opt.inplace_lo); /* interleaved */
@@ -1850,6 +1853,7 @@ static void usage(void)
         "  --info-policy P     also give MPI_COMM_WORLD dups the MPI_Info key themis_policy=P\n"
         "                      and use them: chk_info_P (MPI_Comm_dup_with_info) and\n"
         "                      chk_setinfo_P (MPI_Comm_set_info)\n"
+        "  --info-transport T  the same with the key themis_transport=T (chk_info_T, ...)\n"
         "  --info-via LIST     dup,set or both (default): which of the two\n"
         "  --big[=LIST]        only the > 2^31-byte test, for LIST collectives (default allreduce)\n"
         "  --seed N  --max-report N  --verbose N (0 quiet, 1 default, 2 every case)\n");
@@ -1895,7 +1899,7 @@ static bool parse_options(int argc, char **argv)
     opt.seed = 20240229;
     enum { O_TESTS = 256, O_COLLS, O_COMMS, O_INPLACE, O_SIZES, O_CHUNKS, O_MINB, O_NOLARGE,
            O_MANY, O_CYCLES, O_INFO, O_BIG, O_SEED, O_MAXREP, O_VERBOSE, O_HELP, O_TYPES,
-           O_INFOVIA };
+           O_INFOVIA, O_INFOTRANSPORT };
     static const struct option lo[] = {
         {"tests", 1, 0, O_TESTS}, {"collectives", 1, 0, O_COLLS}, {"comms", 1, 0, O_COMMS},
         {"in-place", 1, 0, O_INPLACE}, {"sizes", 1, 0, O_SIZES}, {"chunks", 1, 0, O_CHUNKS},
@@ -1903,7 +1907,8 @@ static bool parse_options(int argc, char **argv)
         {"cycles", 1, 0, O_CYCLES}, {"info-policy", 1, 0, O_INFO}, {"big", 2, 0, O_BIG},
         {"seed", 1, 0, O_SEED}, {"max-report", 1, 0, O_MAXREP}, {"verbose", 1, 0, O_VERBOSE},
         {"help", 0, 0, O_HELP}, {"types", 1, 0, O_TYPES},
-        {"info-via", 1, 0, O_INFOVIA}, {0, 0, 0, 0}};
+        {"info-via", 1, 0, O_INFOVIA}, {"info-transport", 1, 0, O_INFOTRANSPORT},
+        {0, 0, 0, 0}};
     bool ok = true;
     int o;
     opterr = g_rank == 0;
@@ -1931,7 +1936,8 @@ static bool parse_options(int argc, char **argv)
         case O_NOLARGE: opt.large = 0; break;
         case O_MANY: opt.many = atoi(optarg); break;
         case O_CYCLES: opt.cycles = atoi(optarg); break;
-        case O_INFO: opt.info_policy = optarg; break;
+        case O_INFO: opt.info_key = "themis_policy", opt.info_value = optarg; break;
+        case O_INFOTRANSPORT: opt.info_key = "themis_transport", opt.info_value = optarg; break;
         case O_TYPES: opt.types = optarg; break;
         case O_INFOVIA: {
             static const char *const via[] = {"dup", "set"};
@@ -2020,7 +2026,7 @@ int main(int argc, char **argv)
                 printf("themis_mpi_check: family %s: %ld cases, %.2f s\n", family_names[f],
                        g_cases - before, MPI_Wtime() - t0);
         }
-        if (opt.info_policy) family_info();
+        if (opt.info_key) family_info();
     }
     for (int i = g_ncomms - 1; i >= 0; i--) comm_info_free(&g_comms[i]);
 

@@ -54,6 +54,7 @@ typedef struct mca_coll_themis_component_t {
     int plan_cache_size;
     int transport;
     bool single_dim;
+    char *trace;          /* path prefix of the stage-timing CSVs; empty: none */
     int cuda;             /* THEMIS_CUDA_* */
     size_t staging_bytes; /* host staging budget for device buffers, per process */
 } mca_coll_themis_component_t;

@@ -90,6 +90,7 @@ static int themis_register(void)
     mca_coll_themis_component_t *c = &mca_coll_themis_component;
     static char *dims_default = "auto";
     c->dims = dims_default;
+    c->trace = NULL;
 
     register_var("priority",
                  "Priority of coll/themis (valid: any integer; above tuned's 30 to take "
@@ -144,6 +145,11 @@ static int themis_register(void)
                  "Themis falls back to the baseline order when the dimension loads differ by "
                  "less than this fraction of a chunk (valid: 0 to 1; paper: 0.0625)",
                  MCA_BASE_VAR_TYPE_DOUBLE, NULL, OPAL_INFO_LVL_6, &c->threshold);
+    register_var("trace",
+                 "Record when every stage of every themis collective became ready, started "
+                 "and ended, as CSV in PREFIX.cid<C>.rank<R>.csv, for themis-sim --measured "
+                 "(valid: empty = off, or a path prefix in a writable directory)",
+                 MCA_BASE_VAR_TYPE_STRING, NULL, OPAL_INFO_LVL_9, &c->trace);
     register_var("plan_cache_size",
                  "Compiled plans kept per communicator (valid: 1 to 4096)",
                  MCA_BASE_VAR_TYPE_INT, NULL, OPAL_INFO_LVL_6, &c->plan_cache_size);

@@ -1,6 +1,7 @@
 // coll_themis_context.cpp: lazy per-communicator set-up (see coll_themis_context.h).
 #include "coll_themis_context.h"
 
+#include <cerrno>
 #include <cstring>
 
 #include "ompi/mca/coll/base/base.h"
@@ -9,6 +10,7 @@
 #include "opal/util/info.h"
 #include "opal/util/output.h"
 #include "opal/util/show_help.h"
+#include "trace.h"
 
 namespace themis {
 
@@ -80,18 +82,39 @@ Context::~Context() {
     if (private_comm_) ompi_comm_free(&private_comm_);
 }
 
+// The communicator's value of an info key themis subscribes to; "" when not set.
+std::string Context::info(const char *key) const {
+    if (comm_->super.s_info == nullptr) return "";
+    char value[32] = {0};
+    int flag = 0;
+    opal_info_get(comm_->super.s_info, key, sizeof value - 1, value, &flag);
+    return flag ? value : "";
+}
+
+int Context::transport_choice() const {
+    const std::string key = info("themis_transport");
+    if (key == "auto") return THEMIS_TRANSPORT_AUTO;
+    if (key == "pml") return THEMIS_TRANSPORT_PML;
+    if (key == "ucx") return THEMIS_TRANSPORT_UCX;
+    return params().transport;
+}
+
 void Context::connect(mca_coll_themis_module_t *m) {
+    // The info key themis_transport overrides coll_themis_transport per communicator.
+    const int choice = transport_choice();
+    const char *source = info("themis_transport").empty() ? "coll_themis_transport"
+                                                          : "info key themis_transport";
     std::string why;
     UcxWorker *worker = nullptr;
-    if (params().transport != THEMIS_TRANSPORT_PML) {
+    if (choice != THEMIS_TRANSPORT_PML) {
         worker = process_ucx_worker(why);
         if (worker && ompi_comm_get_cid(comm_) > kUcxMaxCommId) {
             why = "communicator id beyond the UCX tag layout";
             worker = nullptr;
         }
     }
-    // Every rank must use the same transport.
-    const bool ucx = params().transport != THEMIS_TRANSPORT_PML && all_agree(m, comm_, worker != nullptr);
+    // Every rank must use the same transport: UCX only where every rank wants and has it.
+    const bool ucx = all_agree(m, comm_, worker != nullptr);
     if (ucx) {
         transport_ = connect_ucx(m, comm_, *worker, layout_, position_);
         say(1, comm_, std::string("transport ucx") +
@@ -101,12 +124,27 @@ void Context::connect(mca_coll_themis_module_t *m) {
     } else {
         private_comm_ = private_duplicate(comm_);
         transport_ = std::make_unique<PmlTransport>(private_comm_, layout_, position_);
-        say(1, comm_, params().transport == THEMIS_TRANSPORT_PML
-                          ? "transport pml (coll_themis_transport=pml)"
-                          : "transport pml (UCX not usable: " +
-                                (why.empty() ? std::string("not usable on another rank") : why) + ")");
+        std::string reason = std::string(source) + "=pml";
+        if (choice != THEMIS_TRANSPORT_PML)
+            reason = "UCX not usable: " + (why.empty() ? std::string("not usable on another rank") : why);
+        say(1, comm_, "transport pml (" + reason + ")");
     }
     engine_ = std::make_unique<Engine>(layout_.topology, *transport_, memory_, params().max_active);
+}
+
+void Context::open_trace() {
+    if (params().trace == nullptr || params().trace[0] == '\0') return;
+    const std::string path = std::string(params().trace) + ".cid" +
+                             std::to_string(ompi_comm_get_cid(comm_)) + ".rank" +
+                             std::to_string(ompi_comm_rank(comm_)) + ".csv";
+    trace_.open(path, std::ios::trunc);
+    if (!trace_) {
+        // Tracing is a diagnostic: the collectives run on without it.
+        say(1, comm_, "cannot write the trace " + path + ": " + std::strerror(errno));
+        return;
+    }
+    write_stage_csv_header(trace_, true);
+    say(1, comm_, "stage timings traced to " + path);
 }
 
 std::unique_ptr<Context> Context::create(mca_coll_themis_module_t *m, ompi_communicator_t *comm) {
@@ -140,20 +178,16 @@ std::unique_ptr<Context> Context::create(mca_coll_themis_module_t *m, ompi_commu
     std::unique_ptr<Context> ctx(new Context(comm, std::move(layout)));
     ctx->connect(m);
     say(1, comm, "selected; dimensions " + ctx->layout().topology.to_spec());
+    ctx->open_trace();
     return ctx;
 }
 
 Policy Context::policy() const {
     // MPI_Comm_set_info / MPI_Comm_dup_with_info may choose the policy per communicator.
-    Policy p = params().policy == THEMIS_POLICY_BASELINE ? Policy::Baseline : Policy::Themis;
-    if (comm_->super.s_info == nullptr) return p;
-    char value[32] = {0};
-    int flag = 0;
-    opal_info_get(comm_->super.s_info, "themis_policy", sizeof value - 1, value, &flag);
-    if (!flag) return p;
-    if (strcmp(value, "baseline") == 0) return Policy::Baseline;
-    if (strcmp(value, "themis") == 0) return Policy::Themis;
-    return p;
+    const std::string key = info("themis_policy");
+    if (key == "baseline") return Policy::Baseline;
+    if (key == "themis") return Policy::Themis;
+    return params().policy == THEMIS_POLICY_BASELINE ? Policy::Baseline : Policy::Themis;
 }
 
 PlanRequest Context::request(Collective coll, uint64_t element_size,
@@ -193,7 +227,16 @@ void Context::run(const PlanRequest &req, char *work, Reducer &reducer, const Ru
         say(5, comm_, line);
         if (params().verbose >= 10) say(10, comm_, "\n" + plan->describe());
     }
-    engine_->run(plan, work, reducer, options);
+    if (!trace_.is_open()) {
+        engine_->run(plan, work, reducer, options);
+        return;
+    }
+    std::vector<StageRun> runs;
+    RunOptions traced = options;
+    traced.trace = &runs;
+    engine_->run(plan, work, reducer, traced);
+    write_stage_csv(trace_, plan->schedule, std::move(runs), traced_calls_++);
+    trace_.flush();
 }
 
 Context *context_for(mca_coll_themis_module_t *m, ompi_communicator_t *comm) {

@@ -9,6 +9,7 @@
 
 #include "coll_themis_prelude.h"
 
+#include <fstream>
 #include <memory>
 #include <string>
 
@@ -51,6 +52,12 @@ class Context {
     // Picks and connects the transport (collective); says which and why.
     void connect(mca_coll_themis_module_t *m);
     Policy policy() const;
+    // A themis info key's value on the communicator ("" when unset).
+    std::string info(const char *key) const;
+    // THEMIS_TRANSPORT_*: the info key themis_transport, else coll_themis_transport.
+    int transport_choice() const;
+    // Opens this rank's stage-timing CSV when coll_themis_trace asks for one.
+    void open_trace();
 
     ompi_communicator_t *comm_;
     ompi_communicator_t *private_comm_ = nullptr; // the PML transport's traffic runs here
@@ -60,6 +67,8 @@ class Context {
     HostMemory memory_;
     std::unique_ptr<Engine> engine_;
     PlanCache cache_;
+    std::ofstream trace_; // open: every call's stage timings are appended
+    long traced_calls_ = 0;
 };
 
 // The module's context, set up on first use; nullptr when themis declines.

@@ -127,6 +127,17 @@ static char *policy_info_callback(opal_infosubscriber_t *object, char *key, char
     return NULL;
 }
 
+/* The same for the themis_transport key. */
+static char *transport_info_callback(opal_infosubscriber_t *object, char *key, char *value)
+{
+    (void) object;
+    (void) key;
+    if (value && 0 == strcmp(value, "auto")) return "auto";
+    if (value && 0 == strcmp(value, "pml")) return "pml";
+    if (value && 0 == strcmp(value, "ucx")) return "ucx";
+    return NULL;
+}
+
 static int themis_module_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm)
 {
     mca_coll_themis_module_t *m = (mca_coll_themis_module_t *) module;
@@ -153,6 +164,7 @@ static int themis_module_enable(mca_coll_base_module_t *module, struct ompi_comm
     OBJ_RETAIN(m->previous_allgather_module);
     m->comm = comm;
     opal_infosubscribe_subscribe(&comm->super, "themis_policy", "", policy_info_callback);
+    opal_infosubscribe_subscribe(&comm->super, "themis_transport", "", transport_info_callback);
     return OMPI_SUCCESS;
 }
 
