@@ -42,6 +42,10 @@
 
 #include <mpi.h>
 
+#if THEMIS_HAVE_CUDA
+#include "cuda_driver.h"
+#endif
+
 /* ------------------------------------------------------------------ definitions */
 
 enum coll { C_ALLREDUCE, C_REDUCE_SCATTER, C_REDUCE_SCATTER_BLOCK, C_ALLGATHER, C_COUNT };
@@ -92,6 +96,7 @@ struct options {
     const char *dims_spec;
     const char *csv, *json, *label;
     int stat; /* 0 avg, 1 median, 2 min: what bandwidths and speedups use */
+    int device; /* --mem device: the collectives' buffers in CUDA device memory */
 };
 static const char *stat_names[] = {"avg", "median", "min"};
 
@@ -135,6 +140,10 @@ static void usage(void)
         "  -x, --warmup N                untimed iterations first (5; >= 1 sets themis up)\n"
         "  -c, --validate                check every result against values computed here\n"
         "  -d, --datatype T              float | double | int | char (float)\n"
+        "      --mem M                   host | device: where the send and receive buffers\n"
+        "                                live (device: CUDA memory of GPU local rank %% GPUs;\n"
+        "                                inputs copied in and results read back outside\n"
+        "                                the timed call) (host)\n"
         "      --collective C            allreduce | reduce_scatter | reduce_scatter_block |\n"
         "                                allgather | all, or a comma list (allreduce)\n"
         "      --impl LIST               of themis, themis_baseline, themis_pml, themis_ucx,\n"
@@ -326,6 +335,10 @@ static void parse_options(int argc, char **argv, struct options *o)
             for (t = 0; t < T_COUNT && strcmp(v, type_names[t]); ++t) {}
             if (t == T_COUNT) die("-d: unknown datatype '%s'", v);
             o->type = (enum dtype) t;
+        } else if (!strcmp(a, "--mem")) {
+            const char *v = NEXT();
+            if (strcmp(v, "host") && strcmp(v, "device")) die("--mem: host or device, not '%s'", v);
+            o->device = !strcmp(v, "device");
         } else if (!strcmp(a, "--collective")) {
             colls = NEXT();
         } else if (!strcmp(a, "--impl")) {
@@ -360,6 +373,11 @@ static void parse_options(int argc, char **argv, struct options *o)
     if (split_list(impls, ',', MAX_IMPLS, add_impl, o) < 0 || o->n_impls == 0)
         die("--impl: '%s' is not a list of distinct themis, themis_baseline, themis_pml, "
             "themis_ucx, tuned, han", impls);
+    for (int k = 0; o->device && k < o->n_impls; ++k)
+        if (strncmp(o->impls[k].def->name, "themis", 6) != 0)
+            die("--mem device: %s cannot take device buffers (Open MPI 4.1's own components are "
+                "not CUDA-aware); use themis, themis_baseline, themis_pml, themis_ucx",
+                o->impls[k].def->name);
     if (o->dims_spec && (bw || peers)) die("--dims replaces --bw and --peers");
     if (o->dims_spec) parse_dims(o, o->dims_spec);
     if (bw && strcmp(bw, "measure") == 0) {
@@ -462,21 +480,69 @@ struct call {
     enum dtype type;
     size_t count;      /* allreduce: elements; RS/AG: elements per rank (block) */
     int *rcounts;      /* reduce_scatter: count per rank */
-    void *sbuf, *rbuf;
+    void *sbuf, *rbuf; /* host: the buffers, or with --mem device their host images */
+    void *dev_sbuf, *dev_rbuf; /* --mem device: what MPI gets; NULL otherwise */
 };
+
+/* ------------------------------------------------------------------ device memory */
+
+/* --mem device: the buffers MPI sees are CUDA device memory (the driver API through
+ * dlopen, tools/cuda_driver.h); inputs are written and results read through host images,
+ * outside the timed calls.  Builds without CUDA refuse the option. */
+#if THEMIS_HAVE_CUDA
+static void check_cu(CUresult r, const char *what)
+{
+    if (r != CUDA_SUCCESS) die("%s: %s", what, cuda_driver_error(r));
+}
+static void device_init(void)
+{
+    char why[256];
+    const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    if (cuda_driver_load(why, sizeof why) != 0 ||
+        cuda_driver_use_device(lr ? atoi(lr) : 0, why, sizeof why) != 0)
+        die("--mem device: %s", why);
+}
+static void *device_alloc(size_t bytes)
+{
+    CUdeviceptr p;
+    check_cu(cu.MemAlloc(&p, bytes), "cuMemAlloc");
+    return (void *) p;
+}
+static void device_free(void *p) { cu.MemFree((CUdeviceptr) p); }
+static void to_device(void *dev, const void *host, size_t bytes)
+{
+    check_cu(cu.HtoD((CUdeviceptr) dev, host, bytes), "cuMemcpyHtoD");
+}
+static void from_device(void *host, const void *dev, size_t bytes)
+{
+    check_cu(cu.DtoH(host, (CUdeviceptr) dev, bytes), "cuMemcpyDtoH");
+}
+#else
+static void device_init(void)
+{
+    die("--mem device: this themis-bench was built without CUDA (configure --with-cuda)");
+}
+/* Never reached: device_init() stops first. */
+static void *device_alloc(size_t bytes) { return (void) bytes, NULL; }
+static void device_free(void *p) { (void) p; }
+static void to_device(void *dev, const void *host, size_t bytes) { (void) dev, (void) host, (void) bytes; }
+static void from_device(void *host, const void *dev, size_t bytes) { (void) host, (void) dev, (void) bytes; }
+#endif
 
 static int run_call(const struct call *c, MPI_Comm comm)
 {
     const MPI_Datatype dt = mpi_type(c->type);
+    const void *sbuf = c->dev_sbuf ? c->dev_sbuf : c->sbuf;
+    void *rbuf = c->dev_rbuf ? c->dev_rbuf : c->rbuf;
     switch (c->coll) {
     case C_ALLREDUCE:
-        return MPI_Allreduce(c->sbuf, c->rbuf, (int) c->count, dt, MPI_SUM, comm);
+        return MPI_Allreduce(sbuf, rbuf, (int) c->count, dt, MPI_SUM, comm);
     case C_REDUCE_SCATTER:
-        return MPI_Reduce_scatter(c->sbuf, c->rbuf, c->rcounts, dt, MPI_SUM, comm);
+        return MPI_Reduce_scatter(sbuf, rbuf, c->rcounts, dt, MPI_SUM, comm);
     case C_REDUCE_SCATTER_BLOCK:
-        return MPI_Reduce_scatter_block(c->sbuf, c->rbuf, (int) c->count, dt, MPI_SUM, comm);
+        return MPI_Reduce_scatter_block(sbuf, rbuf, (int) c->count, dt, MPI_SUM, comm);
     case C_ALLGATHER:
-        return MPI_Allgather(c->sbuf, (int) c->count, dt, c->rbuf, (int) c->count, dt, comm);
+        return MPI_Allgather(sbuf, (int) c->count, dt, rbuf, (int) c->count, dt, comm);
     default: return MPI_ERR_ARG;
     }
 }
@@ -496,8 +562,13 @@ static void prepare(const struct call *c, int seed)
     const size_t in = input_count(c, world_size);
     /* allgather: rank r's block holds global indices r*count..; others: 0.. */
     const size_t first = c->coll == C_ALLGATHER ? (size_t) world_rank * c->count : 0;
+    const size_t out_bytes = output_count(c, world_size) * type_size(c->type);
     fill(c->sbuf, c->type, first, in, world_rank, seed);
-    memset(c->rbuf, 0xff, output_count(c, world_size) * type_size(c->type));
+    memset(c->rbuf, 0xff, out_bytes);
+    if (c->dev_sbuf) {
+        to_device(c->dev_sbuf, c->sbuf, in * type_size(c->type));
+        to_device(c->dev_rbuf, c->rbuf, out_bytes);
+    }
 }
 
 /* Number of wrong elements in this rank's result. */
@@ -505,6 +576,7 @@ static size_t check(const struct call *c, int seed)
 {
     const int n = world_size;
     size_t bad = 0;
+    if (c->dev_rbuf) from_device(c->rbuf, c->dev_rbuf, output_count(c, n) * type_size(c->type));
     if (c->coll == C_ALLGATHER) {
         for (int r = 0; r < n; ++r)
             for (size_t k = 0; k < c->count; ++k) {
@@ -732,9 +804,10 @@ static void open_outputs(const struct options *o, double measured_bw)
         json_file = fopen(o->json, "w");
         if (!json_file) die("cannot write %s: %s", o->json, strerror(errno));
         fprintf(json_file, "{\n  \"config\": {\"label\": \"%s\", \"ranks\": %d, \"datatype\": "
-                           "\"%s\", \"iterations\": %d, \"warmup\": %d, \"validate\": %s",
+                           "\"%s\", \"iterations\": %d, \"warmup\": %d, \"validate\": %s, "
+                           "\"memory\": \"%s\"",
                 json_label, world_size, type_names[o->type], o->iters,
-                o->warmup, o->validate ? "true" : "false");
+                o->warmup, o->validate ? "true" : "false", o->device ? "device" : "host");
         fprintf(json_file, ", \"peers\": [");
         for (int d = 0; d < o->n_peers; ++d) fprintf(json_file, "%s%d", d ? ", " : "", o->peers[d]);
         fprintf(json_file, "], \"bw_Bps\": [");
@@ -795,8 +868,8 @@ static double median(const double *v, int n)
 }
 
 /* Returns the number of wrong result elements over all ranks and implementations. */
-static long bench_collective(const struct options *o, enum coll c, MPI_Comm ctl, void *sbuf,
-                             void *rbuf, double *times, double *maxtimes)
+static long bench_collective(const struct options *o, enum coll c, MPI_Comm ctl,
+                             const struct call *buffers, double *times, double *maxtimes)
 {
     const int n = world_size, ni = o->n_impls;
     const size_t esize = type_size(o->type);
@@ -807,8 +880,10 @@ static long bench_collective(const struct options *o, enum coll c, MPI_Comm ctl,
     if (world_rank == 0) print_header(o, c);
 
     for (size_t bytes = o->min_bytes; bytes <= o->max_bytes; bytes *= 2) {
-        struct call call = {.coll = c, .type = o->type, .rcounts = rcounts, .sbuf = sbuf,
-                            .rbuf = rbuf};
+        struct call call = *buffers;
+        call.coll = c;
+        call.type = o->type;
+        call.rcounts = rcounts;
         /* S is the total size; RS/AG use S/n per rank (at least one element). */
         size_t elements = bytes / esize;
         if (c == C_ALLREDUCE) {
@@ -892,6 +967,7 @@ int main(int argc, char **argv)
     struct options o;
     parse_options(argc, argv, &o);
     read_themis_settings();
+    if (o.device) device_init();
 
     /* Control traffic (barriers, timing reductions) never goes through themis. */
     MPI_Comm ctl;
@@ -944,6 +1020,7 @@ int main(int argc, char **argv)
         }
         if (impl_index(&o, "han") >= 0)
             printf("# note: coll/han steps aside when all ranks share one node (then han = tuned)\n");
+        if (o.device) printf("# buffers: CUDA device memory\n");
         if (o.type == T_CHAR && o.validate && 3 * world_size > 127)
             printf("# warning: char sums may overflow with %d ranks\n", world_size);
     }
@@ -952,24 +1029,32 @@ int main(int argc, char **argv)
     /* Buffers large enough for every collective at the largest size. */
     const size_t esize = type_size(o.type);
     const size_t max_elems = o.max_bytes / esize + (size_t) world_size + 1;
-    void *sbuf = malloc(max_elems * esize), *rbuf = malloc(max_elems * esize);
+    struct call buffers = {.sbuf = malloc(max_elems * esize), .rbuf = malloc(max_elems * esize)};
     double *times = malloc(sizeof(double) * (size_t) o.n_impls * (size_t) o.iters);
     double *maxtimes = malloc(sizeof(double) * (size_t) o.n_impls * (size_t) o.iters);
-    if (!sbuf || !rbuf || !times || !maxtimes) fail("out of memory");
-    memset(sbuf, 0, max_elems * esize); /* touch every page before timing */
-    memset(rbuf, 0, max_elems * esize);
+    if (!buffers.sbuf || !buffers.rbuf || !times || !maxtimes) fail("out of memory");
+    memset(buffers.sbuf, 0, max_elems * esize); /* touch every page before timing */
+    memset(buffers.rbuf, 0, max_elems * esize);
+    if (o.device) {
+        buffers.dev_sbuf = device_alloc(max_elems * esize);
+        buffers.dev_rbuf = device_alloc(max_elems * esize);
+    }
 
     long total_errors = 0;
     for (int k = 0; k < o.n_colls; ++k) {
-        total_errors += bench_collective(&o, (enum coll) o.colls[k], ctl, sbuf, rbuf, times, maxtimes);
+        total_errors += bench_collective(&o, (enum coll) o.colls[k], ctl, &buffers, times, maxtimes);
     }
     if (o.validate && world_rank == 0)
         printf("\n# validation: %s (%ld wrong elements)\n", total_errors ? "FAILED" : "passed",
                total_errors);
     close_outputs();
 
-    free(sbuf);
-    free(rbuf);
+    if (o.device) {
+        device_free(buffers.dev_sbuf);
+        device_free(buffers.dev_rbuf);
+    }
+    free(buffers.sbuf);
+    free(buffers.rbuf);
     free(times);
     free(maxtimes);
     for (int k = 0; k < o.n_impls; ++k) MPI_Comm_free(&o.impls[k].comm);

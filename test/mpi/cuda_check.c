@@ -19,7 +19,6 @@
  * binary runs on a GPU machine and, for CI, against test/mpi/cuda_fake_driver.c; there
  * --expect checks which path ran (kernel launches, staging copies). Ranks pick device
  * (local rank % devices): several ranks may share one GPU. */
-#include <cuda.h>
 #include <dlfcn.h>
 #include <mpi.h>
 #include <stdarg.h>
@@ -28,22 +27,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_driver.h"
+
 #define GUARD 256
 #define GUARD_BYTE 0xa7
 
-static struct {
-    CUresult (*Init)(unsigned int);
-    CUresult (*DeviceGetCount)(int *);
-    CUresult (*DeviceGet)(CUdevice *, int);
-    CUresult (*PrimaryCtxRetain)(CUcontext *, CUdevice);
-    CUresult (*CtxSetCurrent)(CUcontext);
-    CUresult (*MemAlloc)(CUdeviceptr *, size_t);
-    CUresult (*MemFree)(CUdeviceptr);
-    CUresult (*HtoD)(CUdeviceptr, const void *, size_t);
-    CUresult (*DtoH)(void *, CUdeviceptr, size_t);
-    CUresult (*GetErrorString)(CUresult, const char **);
-    void (*fake_counters)(unsigned long long *);
-} cu;
+/* test/mpi/cuda_fake_driver.c counts what ran (kernel launches, staging copies). */
+static void (*fake_counters)(unsigned long long *);
 
 static int rank, size, failures, checks;
 static const char *kinds = "device", *expect = "any";
@@ -61,46 +51,19 @@ static void fail(const char *fmt, ...)
 
 static void die_cu(CUresult r, const char *what)
 {
-    const char *s = "?";
-    if (cu.GetErrorString) cu.GetErrorString(r, &s);
-    fprintf(stderr, "cuda_check: rank %d: %s: %s (%d)\n", rank, what, s, (int) r);
+    fprintf(stderr, "cuda_check: rank %d: %s: %s (%d)\n", rank, what, cuda_driver_error(r), (int) r);
     MPI_Abort(MPI_COMM_WORLD, 2);
 }
 
-/* 0 with a usable device; else prints why and returns 77. */
+/* 0 with a usable device; else prints why (unless quiet) and returns 77. */
 static int load_driver(int quiet)
 {
-    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        if (!quiet) printf("cuda_check: skipped: no CUDA driver (%s)\n", dlerror());
+    char why[256];
+    if (cuda_driver_load(why, sizeof why) != 0) {
+        if (!quiet) printf("cuda_check: skipped: %s\n", why);
         return 77;
     }
-#define SYM(field, name)                                                                         \
-    if (!(*(void **) &cu.field = dlsym(lib, name))) {                                            \
-        if (!quiet) printf("cuda_check: skipped: the CUDA driver lacks %s\n", name);             \
-        return 77;                                                                               \
-    }
-    SYM(Init, "cuInit")
-    SYM(DeviceGetCount, "cuDeviceGetCount")
-    SYM(DeviceGet, "cuDeviceGet")
-    SYM(PrimaryCtxRetain, "cuDevicePrimaryCtxRetain")
-    SYM(CtxSetCurrent, "cuCtxSetCurrent")
-    SYM(MemAlloc, "cuMemAlloc_v2")
-    SYM(MemFree, "cuMemFree_v2")
-    SYM(HtoD, "cuMemcpyHtoD_v2")
-    SYM(DtoH, "cuMemcpyDtoH_v2")
-    SYM(GetErrorString, "cuGetErrorString")
-#undef SYM
-    *(void **) &cu.fake_counters = dlsym(lib, "themis_fake_cuda_counters");
-    int n = 0;
-    CUresult r = cu.Init(0);
-    if (r == CUDA_SUCCESS) r = cu.DeviceGetCount(&n);
-    if (r != CUDA_SUCCESS || n < 1) {
-        const char *s = "no device";
-        if (r != CUDA_SUCCESS) cu.GetErrorString(r, &s);
-        if (!quiet) printf("cuda_check: skipped: no usable CUDA device (%s)\n", s ? s : "?");
-        return 77;
-    }
+    *(void **) &fake_counters = dlsym(cu.lib, "themis_fake_cuda_counters");
     return 0;
 }
 
@@ -527,18 +490,12 @@ int main(int argc, char **argv)
     /* Before MPI_Init: CUDA first, as MPI+CUDA programs do. */
     int skip = load_driver(1);
     if (skip) return load_driver(0);
-    int devices = 0;
-    cu.DeviceGetCount(&devices);
     const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
     int local = lr ? atoi(lr) : 0;
     if (ranks_per_gpu > 0) local /= ranks_per_gpu;
-    CUdevice dev;
-    CUcontext ctx;
-    CUresult res = cu.DeviceGet(&dev, local % devices);
-    if (res == CUDA_SUCCESS) res = cu.PrimaryCtxRetain(&ctx, dev);
-    if (res == CUDA_SUCCESS) res = cu.CtxSetCurrent(ctx);
-    if (res != CUDA_SUCCESS) {
-        fprintf(stderr, "cuda_check: cannot use device %d: %d\n", local % devices, (int) res);
+    char why[256];
+    if (cuda_driver_use_device(local, why, sizeof why) != 0) {
+        fprintf(stderr, "cuda_check: %s\n", why);
         return 2;
     }
 
@@ -551,7 +508,7 @@ int main(int argc, char **argv)
         return failures ? 1 : 0;
     }
     unsigned long long before[4] = {0}, after[4] = {0};
-    if (cu.fake_counters) cu.fake_counters(before);
+    if (fake_counters) fake_counters(before);
 
     const size_t big = 300007, small = 37; /* above / below coll_themis_min_bytes */
     for (int op = 0; op < 4; ++op) allreduce_case(K_FLOAT, op, big, 0);
@@ -577,8 +534,8 @@ int main(int argc, char **argv)
     allgather_case(big / 2, 0, 1);
     allgather_case(small, 0, 0);
 
-    if (cu.fake_counters) { /* the emulated driver says which path ran */
-        cu.fake_counters(after);
+    if (fake_counters) { /* the emulated driver says which path ran */
+        fake_counters(after);
         const unsigned long long launches = after[0] - before[0], copies = after[1] - before[1];
         const int device_here = on_dev(0) || on_dev(1);
         if (!strcmp(expect, "direct") && device_here && launches == 0)

@@ -7,10 +7,12 @@
 #                         (make cuda-off-variant; no GPU needed)
 #   cuda_run.sh fake      the MPI test matrix on device buffers against an emulated CUDA
 #                         driver (test/mpi/cuda_fake_driver.c): checks the glue's logic
-#                         (detection, routing, staging, kernel selection), NOT a GPU
+#                         (detection, routing, staging, kernel selection) and
+#                         themis-bench --mem device, NOT a GPU
 #   cuda_run.sh gpu       the MPI test matrix on a real GPU: several ranks per GPU,
 #                         transports pml and ucx, coll_themis_cuda auto and staged,
-#                         a staging budget small enough to evict
+#                         a staging budget small enough to evict; themis-bench --mem
+#                         device (validated) with each transport
 #   cuda_run.sh bench [BYTES...]
 #                         All-Reduce bandwidth, device vs host buffers in one run (GPU)
 #
@@ -30,6 +32,7 @@ if [ -z "${OMPI_DEFAULT_COMPONENT_DIR:-}" ]; then
 fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 PROG=$BUILDDIR/test/mpi/themis-cuda-check
+BENCH=$BUILDDIR/bench/themis-bench
 KDIR=$BUILDDIR/ompi/mca/coll/themis/cuda
 
 skip() { echo "cuda_run: SKIPPED: $*"; exit 77; }
@@ -38,16 +41,20 @@ die() { echo "cuda_run: FAILED: $*" >&2; exit 1; }
 configured_with_cuda() { grep -Eq '^DEFS = .*-DTHEMIS_HAVE_CUDA=1' "$BUILDDIR/Makefile" 2>/dev/null; }
 
 # run NAME NP [--env VAR=VALUE]... [--mca NAME VALUE]... [--colls LIST] [--verbose V]
-#     [--expect REGEX]... -- PROGRAM ARGS
-# Runs the program under mpirun with coll/themis from the build tree (verbose 2 unless
-# given), and checks that themis itself ran the collectives (default: all four) on
-# MPI_COMM_WORLD (its stats lines), and that the output matches every REGEX.
+#     [--expect REGEX]... [--bench COMM] -- PROGRAM ARGS
+# Runs themis-cuda-check (--bench COMM: themis-bench, whose themis runs on communicator
+# COMM) under mpirun with coll/themis from the build tree (verbose 2 unless given), and
+# checks the program's verdict, that themis itself ran the collectives (default: all
+# four) on MPI_COMM_WORLD or COMM (its stats lines), and that the output matches every
+# REGEX.
 run() {
   local name=$1 np=$2; shift 2
   local -a env=() mca=() expect=()
   local colls="allreduce reduce_scatter reduce_scatter_block allgather" verbose=2
+  local prog=$PROG comm=MPI_COMM_WORLD verdict='cuda_check: passed|cuda_bench:'
   while [ "$1" != "--" ]; do
     case $1 in
+      --bench) prog=$BENCH comm=$2 verdict='^# validation: passed \(0 wrong elements\)'; shift 2 ;;
       --env) env+=(-x "$2"); shift 2 ;;
       --mca) mca+=(--mca "$2" "$3"); shift 3 ;;
       --colls) colls=$2; shift 2 ;;
@@ -63,15 +70,15 @@ run() {
   timeout "${THEMIS_MPI_TIMEOUT:-300}" "$MPIRUN" -np "$np" --oversubscribe \
     --mca mca_base_component_path "$BUILDDIR/component:$OMPI_DEFAULT_COMPONENT_DIR" \
     --mca coll_themis_verbose "$verbose" --mca coll_themis_min_bytes 65536 "${mca[@]}" "${env[@]}" \
-    "$PROG" "$@" >"$log" 2>&1
+    "$prog" "$@" >"$log" 2>&1
   local rc=$?
   grep -E '^cuda_(check|bench)' "$log"
   if [ $rc -ne 0 ]; then tail -n 40 "$log"; die "$name: exit status $rc (log $log)"; fi
-  grep -q 'cuda_check: passed' "$log" || grep -q 'cuda_bench:' "$log" || die "$name: no verdict (log $log)"
+  grep -Eq "$verdict" "$log" || die "$name: no verdict (log $log)"
   local coll
   for coll in $colls; do
-    grep -Eq "coll:themis:stats comm MPI_COMM_WORLD rank [0-9]+: $coll calls [0-9]+ themis [1-9]" "$log" \
-      || die "$name: themis never ran $coll on MPI_COMM_WORLD (log $log)"
+    grep -Eq "coll:themis:stats comm $comm rank [0-9]+: $coll calls [0-9]+ themis [1-9]" "$log" \
+      || die "$name: themis never ran $coll on $comm (log $log)"
   done
   local re
   for re in "${expect[@]}"; do
@@ -115,6 +122,12 @@ fake)
   run fake_direct_nokernels 2 "${L[@]}" --mca coll_themis_dims 2 --env FAKE_CUDA_HOST_VISIBLE=1 --env THEMIS_TEST_CUDA_DIRECT=1 \
     --env FAKE_CUDA_NO_KERNELS=1 --expect "cuda-kernels-unavailable|could not load its CUDA reduction kernels" \
     -- --kinds device --expect nokernels
+  # themis-bench with device buffers, every result read back and checked.
+  run fake_bench_2x2 4 "${L[@]}" --mca coll_themis_dims 2x2 --bench bench_themis \
+    --colls "allreduce reduce_scatter_block allgather" --expect "^# buffers: CUDA device memory" \
+    --verbose 5 --expect "staged through host memory" \
+    -- -m 256K:1M -i 2 -x 1 -c --mem device --collective allreduce,reduce_scatter_block,allgather \
+    --impl themis,themis_baseline --peers 2,2
   echo "cuda_run: fake: all passed (emulated driver: no GPU was used)"
   ;;
 gpu)
@@ -130,6 +143,12 @@ gpu)
     done
   done
   run gpu_pml_split_np2 2 --mca coll_themis_dims 2 -- --kinds split
+  for t in pml ucx; do
+    run gpu_bench_${t}_np4 4 --mca coll_themis_dims 2x2 --bench bench_themis_$t \
+      --colls "allreduce reduce_scatter_block allgather" --expect "^# buffers: CUDA device memory" \
+      -- -m 1M:64M -i 5 -x 1 -c --mem device --collective allreduce,reduce_scatter_block,allgather \
+      --impl themis_$t,themis_baseline --peers 2,2
+  done
   run gpu_staged_evict_np4 4 --mca coll_themis_cuda staged --mca coll_themis_staging_bytes 1 \
     --mca coll_themis_chunks 32 --mca coll_themis_min_chunk_bytes 4096 --mca coll_themis_max_active 1 \
     --mca coll_themis_dims 2x2 --verbose 5 --expect "staged through host memory: .* [1-9][0-9]* evictions" \
