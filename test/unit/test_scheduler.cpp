@@ -223,6 +223,27 @@ TEST(SchedulerThreshold, FirstChunkAlwaysBaseline) {
     }
 }
 
+TEST(SchedulerThreshold, JustEnoughNetworksKeepTheBaselineForEveryChunk) {
+    // "Just enough" bandwidth, B_(d+1) = B_d / n_d: in the baseline order no dimension
+    // carries more time per chunk than the ones before it (2x2x2, 4x4: exactly the same),
+    // so Themis, least loaded first, must keep the baseline order for all chunks
+    // (bench/RESULTS.md compares both policies on such networks: they run one plan).
+    const Topology nets[] = {Topology({dim(2, 25e6, 1e-6), dim(4, 12.5e6, 1e-6)}),
+                             Topology({dim(2, 25e6, 1e-6), dim(2, 12.5e6, 1e-6), dim(2, 6.25e6, 1e-6)}),
+                             Topology({dim(4, 100e9), dim(4, 25e9)})};
+    for (const Topology &t : nets)
+        for (LoadModel m : {LoadModel::Reference, LoadModel::Latency})
+            for (Collective c :
+                 {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather}) {
+                SCOPED_TRACE(t.to_spec() + " " + collective_name(c) + " " + load_model_name(m));
+                const auto chunks = split_bytes(64 * 262144.0 * (c == Collective::AllReduce ? 1 : 8), 64);
+                auto themis_s = schedule_chunks(t, c, chunks, params(Policy::Themis, m));
+                auto base = schedule_chunks(t, c, chunks, params(Policy::Baseline, m));
+                EXPECT_EQ(rs_orders(themis_s), rs_orders(base));
+                EXPECT_EQ(ag_orders(themis_s), ag_orders(base));
+            }
+}
+
 // ---------------------------------------------------------------------------------------
 // Load models
 
