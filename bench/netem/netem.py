@@ -238,22 +238,24 @@ def fmt_rate(mbit):
     return ("%g" % mbit) + "Mbps"
 
 
-def tbf_args(mbit, burst_ms=1.0):
+def tbf_args(mbit, burst_ms=1.0, queue_ms=20.0):
     kbit = max(1, int(round(mbit * 1000)))
     burst = max(131072, int(mbit * 1e6 / 8 / 1000 * burst_ms))   # max(128 KiB, rate x 1 ms): netem-facts.md
-    return "tbf rate %dkbit burst %d latency 20ms" % (kbit, burst)
+    # tbf's "latency": the longest a packet may wait in the queue, i.e. the link's buffer.
+    return "tbf rate %dkbit burst %d latency %gms" % (kbit, burst, queue_ms)
 
 
 class Topo:
     """Everything `up` creates, computed from the arguments (and stored as JSON for run/down)."""
 
     def __init__(self, prefix, dims, rates, mode, ppn=None, intra="net", spec_fields=None,
-                 shm_bw="5Gbps", burst_ms=1.0):
+                 shm_bw="5Gbps", burst_ms=1.0, queue_ms=20.0):
         self.prefix, self.dims, self.rates, self.mode, self.intra = prefix, dims, rates, mode, intra
         self.nranks = prod(dims)
         self.spec_fields = spec_fields or {}
         self.shm_bw = shm_bw
         self.burst_ms = burst_ms
+        self.queue_ms = queue_ms
         p = prefix
         self.switch = p + "sw"
         if mode == "ranks":
@@ -358,7 +360,7 @@ class Topo:
                 add(sw, "link set %s up" % port)
                 add(ns, "link set %s up" % dev)
                 add(ns, "addr add %s/24 dev %s" % (self.link_addr(e, k), dev))
-                q = tbf_args(self.link_rates[k], self.burst_ms)
+                q = tbf_args(self.link_rates[k], self.burst_ms, self.queue_ms)
                 tc.setdefault(ns, []).append("qdisc replace dev %s root %s" % (dev, q))
                 tc.setdefault(sw, []).append("qdisc replace dev %s root %s" % (port, q))
         # dimension-order routes: lowest differing dimension first
@@ -394,7 +396,7 @@ class Topo:
         d = {k: getattr(self, k) for k in (
             "prefix", "dims", "rates", "mode", "intra", "ppn", "nranks", "nhost_dims", "switch",
             "head", "hosts", "endpoints", "grid", "grid_dim0", "link_rates", "spec_fields",
-            "shm_bw", "burst_ms")}
+            "shm_bw", "burst_ms", "queue_ms")}
         d["themis_spec"] = self.themis_spec()
         d["namespaces"] = self.namespaces()
         return d
@@ -573,7 +575,7 @@ def cmd_up(args):
     if "lat" in fields:
         print("netem: note: lat= is passed to themis only; this kernel has no netem qdisc, no latency is emulated")
     topo = Topo(args.prefix, dims, rates, args.mode, args.ppn, args.intra, fields, args.shm_bw,
-                args.burst_ms)
+                args.burst_ms, args.queue_ms)
     for r in topo.link_rates:
         if r > 10000:
             die("link rate %g Mbit/s is beyond what tbf on 2 cores can shape" % r)
@@ -1022,6 +1024,8 @@ def main():
     p.add_argument("--shm-bw", default="5Gbps", help="themis bw of vader dimensions (intra shm)")
     p.add_argument("--burst-ms", type=float, default=1.0,
                    help="tbf burst = max(128 KiB, rate x this many ms) (default 1)")
+    p.add_argument("--queue-ms", type=float, default=20.0,
+                   help="tbf latency: how long a packet may queue on a link, its buffer (default 20)")
     p.add_argument("--no-verify", action="store_true", help="skip the all-pairs reachability probe")
     p = sub.add_parser("down", help="tear the network down")
     pre(p)
