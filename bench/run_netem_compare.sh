@@ -14,7 +14,9 @@
 #
 # Environment: SIZES [16M:16M], ITERS [2], COLLS [allreduce,reduce_scatter_block,allgather],
 # IMPLS [themis,themis_baseline,tuned,han], PROFILES [all six], OUT [bench/results],
-# TAG [] (appended to the CSV names), TIMEOUT [1200] seconds per run.
+# TAG [] (appended to the CSV names), QUEUE_MS [20] (the links' buffer, netem.py up
+# --queue-ms), MPI_ARGS [] (more mpirun options, e.g. MCA parameters, for every
+# implementation alike), TIMEOUT [1200] seconds per run.
 set -uo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
@@ -24,6 +26,8 @@ ITERS=${ITERS:-2}
 COLLS=${COLLS:-allreduce,reduce_scatter_block,allgather}
 IMPLS=${IMPLS:-themis,themis_baseline,tuned,han}
 TAG=${TAG:-}
+QUEUE_MS=${QUEUE_MS:-20}
+MPI_ARGS=${MPI_ARGS:-}
 TIMEOUT=${TIMEOUT:-1200}
 NETEM=bench/netem/netem.py
 PROFILES=${PROFILES:-"2x4:equal:150,150 2x4:enough:200,100 2x4:hetero:100,200
@@ -37,8 +41,9 @@ for profile in $PROFILES; do
   label="${dims}_${name}"
   spec="$dims:bw=$(echo "$rates" | sed 's/,/Mbps,/g')Mbps"
   echo "==> $label: $spec"
-  python3 "$NETEM" up --dims "$spec" --mode hosts >/dev/null || exit 1
-  python3 "$NETEM" run --themis --timeout "$TIMEOUT" -- \
+  python3 "$NETEM" up --dims "$spec" --mode hosts --queue-ms "$QUEUE_MS" >/dev/null || exit 1
+  # shellcheck disable=SC2086  # MPI_ARGS is a list of options
+  python3 "$NETEM" run --themis --timeout "$TIMEOUT" -- $MPI_ARGS \
     build/bench/themis-bench -m "$SIZES" -i "$ITERS" -x 1 -c --collective "$COLLS" \
     --impl "$IMPLS" --dims "$spec" --label "$label" \
     --csv "$OUT/netem_$label$TAG.csv" 2>&1 | grep -vE "setpgid|coll:themis"
