@@ -9,6 +9,17 @@ char *StageContext::at(const ByteRange &range) const {
     return hooks ? hooks->locate(op, range) : work + range.offset;
 }
 
+namespace {
+
+// Whether each range starts where the one before it ends.
+bool adjacent(const ByteRange *ranges, size_t count) {
+    for (size_t i = 1; i < count; ++i)
+        if (ranges[i].offset != ranges[i - 1].offset + ranges[i - 1].length) return false;
+    return true;
+}
+
+} // namespace
+
 Transfer::Transfer(StageContext &ctx, Kind kind, int peer, int lo, int hi, int tag)
     : ctx_(ctx), kind_(kind) {
     const PlanOp &op = ctx.op;
@@ -19,7 +30,10 @@ Transfer::Transfer(StageContext &ctx, Kind kind, int peer, int lo, int hi, int t
         done_ = true;
         return;
     }
-    const bool direct = count_ == 1 && kind != Kind::ReceiveReduce;
+    // One range, or adjacent ranges in the work buffer itself, move in place; received
+    // Reduce-Scatter data always lands in a temporary buffer first.
+    const bool direct = (count_ == 1 || (!ctx.hooks && adjacent(ranges_, count_))) &&
+                        kind != Kind::ReceiveReduce;
     char *buf = direct ? ctx.at(ranges_[0]) : nullptr;
     if (!direct) temp_ = static_cast<char *>(ctx.memory.acquire(bytes_));
     const int dim = op.dim;

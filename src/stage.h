@@ -1,10 +1,11 @@
 // stage: what every per-dimension algorithm shares: the op's blocks, and transfers of
 // a span of consecutive blocks that pack, unpack or reduce as needed.
 //
-// A span [lo, hi) of blocks is a slice of PlanOp::ranges. A span of one range moves
-// straight from or into the work buffer; a span of several ranges goes through a
-// temporary buffer. Received Reduce-Scatter data always lands in a temporary buffer
-// and is reduced into the work buffer when it arrives.
+// A span [lo, hi) of blocks is a slice of PlanOp::ranges. A span of one range, or of
+// ranges adjacent in the work buffer, moves straight from or into it; other spans go
+// through a temporary buffer (packed before sending, unpacked after receiving). Received
+// Reduce-Scatter data always lands in a temporary buffer and is reduced into the work
+// buffer when it arrives.
 #pragma once
 
 #include <memory>
