@@ -6,14 +6,9 @@
 # Environment: THEMIS_BUILDDIR, OMPI_DEFAULT_COMPONENT_DIR, OMPI_INFO (default ompi_info).
 set -uo pipefail
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
-BUILDDIR=${THEMIS_BUILDDIR:-$here/../../build}
+# shellcheck source=mpi_env.sh
+source "$(dirname "${BASH_SOURCE[0]}")/mpi_env.sh"
 OMPI_INFO=${OMPI_INFO:-ompi_info}
-if [ -z "${OMPI_DEFAULT_COMPONENT_DIR:-}" ]; then
-  libdir=$(pkg-config --variable=libdir ompi 2>/dev/null || echo /usr/lib/x86_64-linux-gnu/openmpi/lib)
-  if [ -d "$libdir/openmpi3" ]; then OMPI_DEFAULT_COMPONENT_DIR=$libdir/openmpi3
-  else OMPI_DEFAULT_COMPONENT_DIR=$libdir/openmpi; fi
-fi
 COMPONENT=$BUILDDIR/ompi/mca/coll/themis/.libs/mca_coll_themis.so
 [ -f "$COMPONENT" ] || { echo "check_ompi_info: $COMPONENT not built" >&2; exit 2; }
 COMPDIR=$BUILDDIR/test/mpi/logs/ompi_info/component  # only the component, a copy

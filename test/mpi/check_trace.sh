@@ -7,14 +7,8 @@
 # Environment: MPIRUN, THEMIS_BUILDDIR, OMPI_DEFAULT_COMPONENT_DIR.
 set -uo pipefail
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
-BUILDDIR=${THEMIS_BUILDDIR:-$here/../../build}
-MPIRUN=${MPIRUN:-mpirun}
-if [ -z "${OMPI_DEFAULT_COMPONENT_DIR:-}" ]; then
-  libdir=$(pkg-config --variable=libdir ompi 2>/dev/null || echo /usr/lib/x86_64-linux-gnu/openmpi/lib)
-  if [ -d "$libdir/openmpi3" ]; then OMPI_DEFAULT_COMPONENT_DIR=$libdir/openmpi3
-  else OMPI_DEFAULT_COMPONENT_DIR=$libdir/openmpi; fi
-fi
+# shellcheck source=mpi_env.sh
+source "$(dirname "${BASH_SOURCE[0]}")/mpi_env.sh"
 OUT=$BUILDDIR/test/mpi/logs/trace
 rm -rf "$OUT" && mkdir -p "$OUT"
 fail() { echo "check_trace: FAIL: $*"; exit 1; }

@@ -22,14 +22,8 @@
 # default 2), OMPI_DEFAULT_COMPONENT_DIR (Open MPI's own component dir).
 set -uo pipefail
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
-BUILDDIR=${THEMIS_BUILDDIR:-$here/../../build}
-MPIRUN=${MPIRUN:-mpirun}
-if [ -z "${OMPI_DEFAULT_COMPONENT_DIR:-}" ]; then
-  libdir=$(pkg-config --variable=libdir ompi 2>/dev/null || echo /usr/lib/x86_64-linux-gnu/openmpi/lib)
-  if [ -d "$libdir/openmpi3" ]; then OMPI_DEFAULT_COMPONENT_DIR=$libdir/openmpi3
-  else OMPI_DEFAULT_COMPONENT_DIR=$libdir/openmpi; fi
-fi
+# shellcheck source=mpi_env.sh
+source "$(dirname "${BASH_SOURCE[0]}")/mpi_env.sh"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 PROG=$BUILDDIR/test/mpi/themis-cuda-check
 BENCH=$BUILDDIR/bench/themis-bench

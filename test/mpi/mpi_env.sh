@@ -1,0 +1,13 @@
+# mpi_env.sh -- sourced by the MPI test scripts here: where the build tree, mpirun and
+# Open MPI's own component directory are (the latter must stay in
+# mca_base_component_path beside the build tree's coll/themis).
+# Sets: here (this directory), BUILDDIR ($THEMIS_BUILDDIR, default <here>/../../build),
+# MPIRUN (default mpirun), OMPI_DEFAULT_COMPONENT_DIR (default from pkg-config ompi).
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+BUILDDIR=${THEMIS_BUILDDIR:-$here/../../build}
+MPIRUN=${MPIRUN:-mpirun}
+if [ -z "${OMPI_DEFAULT_COMPONENT_DIR:-}" ]; then
+  libdir=$(pkg-config --variable=libdir ompi 2>/dev/null || echo /usr/lib/x86_64-linux-gnu/openmpi/lib)
+  if [ -d "$libdir/openmpi3" ]; then OMPI_DEFAULT_COMPONENT_DIR=$libdir/openmpi3
+  else OMPI_DEFAULT_COMPONENT_DIR=$libdir/openmpi; fi
+fi
