@@ -4,6 +4,7 @@
 # rank must write its CSV, and themis-sim --measured must accept each rank's last call as
 # a run of the plan it computes itself for the same case: the same stages, on the same
 # dimensions, every one of them (so the component ran the plan the simulator predicts).
+# A prefix that cannot be written is reported and the collectives run on.
 # Environment: MPIRUN, THEMIS_BUILDDIR, OMPI_DEFAULT_COMPONENT_DIR.
 set -uo pipefail
 
@@ -30,4 +31,14 @@ for coll in allreduce allgather; do
     grep -q '^completion' "$OUT/$coll.rank$rank.txt" || fail "$coll: no comparison for rank $rank"
   done
 done
-echo "check_trace: passed (2 collectives x 4 ranks, traces match themis-sim's plans)"
+# A prefix nobody can write to: the help message, and the collectives still run.
+log=$OUT/unwritable.log
+timeout 120 "$MPIRUN" -np 4 --oversubscribe \
+  --mca mca_base_component_path "$BUILDDIR/component:$OMPI_DEFAULT_COMPONENT_DIR" \
+  --mca coll_themis_dims 2x2 --mca coll_themis_trace /nonexistent/themis/trace \
+  "$BUILDDIR/bench/themis-bench" -m 1M:1M -i 1 -x 1 -c --impl themis --peers 2,2 >"$log" 2>&1 ||
+  fail "unwritable trace: the run failed (log $log)"
+grep -q '^# validation: passed' "$log" || fail "unwritable trace: results not validated (log $log)"
+grep -Eq 'cannot write the stage trace|trace-unwritable' "$log" ||
+  fail "unwritable trace: no message (log $log)"
+echo "check_trace: passed (2 collectives x 4 ranks, traces match themis-sim's plans; an unwritable prefix is reported)"

@@ -139,8 +139,14 @@ void Context::open_trace() {
                              std::to_string(ompi_comm_rank(comm_)) + ".csv";
     trace_.open(path, std::ios::trunc);
     if (!trace_) {
-        // Tracing is a diagnostic: the collectives run on without it.
-        say(1, comm_, "cannot write the trace " + path + ": " + std::strerror(errno));
+        // Tracing is a diagnostic: the collectives run on without it. Every process has the
+        // same prefix: the first one says it, once; the others at verbose level 1.
+        const std::string why = std::strerror(errno);
+        static bool shown = false;
+        if (!shown && mca_coll_themis_first_process())
+            mca_coll_themis_show_help("trace-unwritable", path.c_str(), why.c_str());
+        shown = true;
+        say(1, comm_, "cannot write the trace " + path + ": " + why);
         return;
     }
     write_stage_csv_header(trace_, true);
