@@ -11,6 +11,8 @@ namespace {
 // Defaults for "auto": a node's shared memory, then the network between nodes.
 constexpr const char *kAutoBandwidth[] = {"100Gbps", "25Gbps"};
 constexpr const char *kAutoLatency[] = {"1us", "5us"};
+// Largest node on which "auto" runs its node level with the direct algorithm.
+constexpr int kMaxDirectNodePeers = 8;
 
 std::vector<std::string> split(const std::string &s, char sep) {
     std::vector<std::string> out;
@@ -56,6 +58,18 @@ std::string auto_list(const std::string &key, const std::string &values,
     return out;
 }
 
+// Between nodes: halving-doubling where it applies (fewer steps), ring elsewhere.
+const char *network_algorithm(int peers) { return (peers & (peers - 1)) == 0 ? "hd" : "ring"; }
+
+// Within a node: one exchange with every peer at once. On shared memory each dependent
+// step costs a synchronisation of ranks that share cores, and direct has a single one
+// (bench/RESULTS.md, "Which knob helps": direct within 10 % of tuned up to 8 ranks a node,
+// ring and hd 10-55 % behind). Wider nodes were not measured; they keep the step-count
+// rule, since direct posts peers - 1 messages per stage.
+const char *node_algorithm(int peers) {
+    return peers <= kMaxDirectNodePeers ? "direct" : network_algorithm(peers);
+}
+
 RankLayout auto_layout(const std::string &attributes, const std::vector<int> &node_of) {
     const auto nodes = nodes_of(node_of);
     const size_t per_node = nodes.front().size();
@@ -68,12 +82,10 @@ RankLayout auto_layout(const std::string &attributes, const std::vector<int> &no
     std::vector<bool> kept = {levels[0] > 1, levels[1] > 1};
     if (!kept[0] && !kept[1]) kept[0] = true;
 
-    // Halving-doubling where it applies (fewer steps), ring elsewhere.
-    auto algorithm = [](int n) { return (n & (n - 1)) == 0 ? "hd" : "ring"; };
     std::map<std::string, std::string> lists = {
         {"bw", std::string(kAutoBandwidth[0]) + "," + kAutoBandwidth[1]},
         {"lat", std::string(kAutoLatency[0]) + "," + kAutoLatency[1]},
-        {"alg", std::string(algorithm(levels[0])) + "," + algorithm(levels[1])}};
+        {"alg", std::string(node_algorithm(levels[0])) + "," + network_algorithm(levels[1])}};
     for (const auto &section : split(attributes, ':')) {
         if (section.empty()) continue;
         auto eq = section.find('=');
