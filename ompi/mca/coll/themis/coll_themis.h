@@ -53,6 +53,7 @@ typedef struct mca_coll_themis_component_t {
     double threshold;
     int plan_cache_size;
     int transport;
+    size_t pml_message_bytes; /* largest message of the pml transport; 0: auto */
     bool single_dim;
     char *trace;          /* path prefix of the stage-timing CSVs; empty: none */
     int cuda;             /* THEMIS_CUDA_* */

@@ -45,6 +45,7 @@ mca_coll_themis_component_t mca_coll_themis_component = {
     .plan_cache_size = 64,
     .single_dim = false,
     .transport = THEMIS_TRANSPORT_PML, /* measured faster here, see bench/RESULTS.md */
+    .pml_message_bytes = 0,
     .cuda = THEMIS_CUDA_AUTO,
     .staging_bytes = 128 * 1024 * 1024,
 };
@@ -127,6 +128,13 @@ static int themis_register(void)
                   "How the per-dimension stages move data (valid: auto = UCX when it starts, "
                   "else the PML; pml = Open MPI's point-to-point layer; ucx = UCX UCP directly)",
                   transport_values, OPAL_INFO_LVL_4, &c->transport);
+    register_var("pml_message_bytes",
+                 "Largest message the pml transport sends; larger ones go as several parts "
+                 "(valid: 0 = auto: just under the eager limit on dimensions whose peers ob1 "
+                 "reaches through btl tcp, so that no message waits for a rendezvous round "
+                 "trip, whole messages elsewhere; N >= 1024: parts of at most N bytes on every "
+                 "dimension, 1073741824 = never split; the same on every rank)",
+                 MCA_BASE_VAR_TYPE_SIZE_T, NULL, OPAL_INFO_LVL_5, &c->pml_message_bytes);
     register_var("chunks",
                  "Chunks a collective is split into, at most (valid: 1 to 4096)",
                  MCA_BASE_VAR_TYPE_INT, NULL, OPAL_INFO_LVL_5, &c->chunks);

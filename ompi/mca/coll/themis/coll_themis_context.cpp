@@ -1,7 +1,9 @@
 // coll_themis_context.cpp: lazy per-communicator set-up (see coll_themis_context.h).
 #include "coll_themis_context.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 #include "ompi/mca/coll/base/base.h"
@@ -123,13 +125,48 @@ void Context::connect(mca_coll_themis_module_t *m) {
                                                      "buffers would be staged through host memory)"));
     } else {
         private_comm_ = private_duplicate(comm_);
-        transport_ = std::make_unique<PmlTransport>(private_comm_, layout_, position_);
+        std::vector<size_t> parts = pml_part_bytes(m);
+        transport_ = std::make_unique<PmlTransport>(private_comm_, layout_, position_, parts);
         std::string reason = std::string(source) + "=pml";
         if (choice != THEMIS_TRANSPORT_PML)
             reason = "UCX not usable: " + (why.empty() ? std::string("not usable on another rank") : why);
+        std::string split;
+        for (int d = 0; d < int(parts.size()); ++d)
+            if (parts[d] != 0)
+                split += " " + std::to_string(d) + ":" + std::to_string(parts[d]);
+        if (!split.empty()) reason += "; messages in parts of at most, per dimension," + split;
         say(1, comm_, "transport pml (" + reason + ")");
     }
     engine_ = std::make_unique<Engine>(layout_.topology, *transport_, memory_, params().max_active);
+}
+
+std::vector<size_t> Context::pml_part_bytes(mca_coll_themis_module_t *m) const {
+    // Sender and receiver must cut a message alike, or its parts would not match: one
+    // reduction gives every rank the least and the greatest coll_themis_pml_message_bytes
+    // (min of v and of -v) and, per dimension, the least TCP eager size over every rank's
+    // peers there (0 where any is not reached through TCP).
+    const Topology &topo = layout_.topology;
+    const long long fixed = (long long) params().pml_message_bytes;
+    std::vector<long long> mine = {fixed, -fixed}, all(2 + topo.num_dims(), 0);
+    for (int d = 0; d < topo.num_dims(); ++d) {
+        size_t least = SIZE_MAX;
+        for (int c = 0; c < topo.dim(d).peers; ++c)
+            if (c != topo.coord(position_, d))
+                least = std::min(least, tcp_eager_bytes(comm_, layout_.rank_at[topo.with_coord(
+                                                                   position_, d, c)]));
+        mine.push_back(least == SIZE_MAX ? 0 : (long long) least);
+    }
+    int rc = m->previous_allreduce(mine.data(), all.data(), int(mine.size()),
+                                   &ompi_mpi_long_long_int.dt, &ompi_mpi_op_min.op, comm_,
+                                   m->previous_allreduce_module);
+    std::vector<size_t> parts(topo.num_dims(), 0);
+    if (rc != OMPI_SUCCESS) return parts;
+    if (all[0] != -all[1]) {
+        say(1, comm_, "coll_themis_pml_message_bytes differs between ranks: whole messages");
+        return parts;
+    }
+    for (int d = 0; d < topo.num_dims(); ++d) parts[d] = size_t(fixed != 0 ? fixed : all[2 + d]);
+    return parts;
 }
 
 void Context::open_trace() {

@@ -56,6 +56,9 @@ class Context {
     std::string info(const char *key) const;
     // THEMIS_TRANSPORT_*: the info key themis_transport, else coll_themis_transport.
     int transport_choice() const;
+    // Per dimension, the largest message of the PML transport (collective; the same on
+    // every rank); 0 = whole messages.
+    std::vector<size_t> pml_part_bytes(mca_coll_themis_module_t *m) const;
     // Opens this rank's stage-timing CSV when coll_themis_trace asks for one.
     void open_trace();
 

@@ -98,6 +98,14 @@ int mca_coll_themis_init_query(bool enable_progress_threads, bool enable_mpi_thr
         c->threshold = 1.0 / 16;
     }
     if (0 == c->min_chunk_bytes) c->min_chunk_bytes = 1;
+    if (c->pml_message_bytes != 0 && c->pml_message_bytes < 1024) {
+        char got[32];
+        snprintf(got, sizeof got, "%zu", c->pml_message_bytes);
+        if (mca_coll_themis_first_process())
+            mca_coll_themis_show_help("bad-param", "coll_themis_pml_message_bytes", got,
+                                      "0 or 1024 and more", "0");
+        c->pml_message_bytes = 0;
+    }
     return OMPI_SUCCESS;
 }
 

@@ -1,19 +1,25 @@
 // coll_themis_transport_pml.cpp: nonblocking PML point-to-point for the engine.
 #include "coll_themis_transport_pml.h"
 
+#include <algorithm>
 #include <climits>
+#include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
+#include "ompi/mca/bml/bml.h"
+#include "ompi/mca/pml/base/base.h"
 #include "ompi/mca/pml/pml.h"
+#include "ompi/proc/proc.h"
 #include "opal/runtime/opal_progress.h"
 
 namespace themis {
 
 namespace {
 
-// A message larger than one MPI count can carry travels as several parts.
-constexpr size_t kPartBytes = size_t(1) << 30;
+// Largest part: what one MPI count of bytes can carry, rounded down to a power of two.
+constexpr size_t kMaxPartBytes = size_t(1) << 30;
 
 struct PmlRequest {
     std::vector<ompi_request_t *> parts;
@@ -27,8 +33,12 @@ void check(int rc, const char *what) {
 
 } // namespace
 
-PmlTransport::PmlTransport(ompi_communicator_t *comm, const RankLayout &layout, int my_position)
-    : comm_(comm), layout_(layout), my_position_(my_position) {}
+PmlTransport::PmlTransport(ompi_communicator_t *comm, const RankLayout &layout, int my_position,
+                           std::vector<size_t> part_bytes)
+    : comm_(comm), layout_(layout), my_position_(my_position), part_bytes_(std::move(part_bytes)) {
+    for (size_t &bytes : part_bytes_)
+        bytes = bytes == 0 ? kMaxPartBytes : std::min(bytes, kMaxPartBytes);
+}
 
 int PmlTransport::peer_rank(int dim, int peer) const {
     return layout_.rank_at[layout_.topology.with_coord(my_position_, dim, peer)];
@@ -36,13 +46,14 @@ int PmlTransport::peer_rank(int dim, int peer) const {
 
 int PmlTransport::wire_tag(int dim, int tag) { return (dim << kTagBits) | tag; }
 
-// Posts one PML operation per part of at most kPartBytes; post(offset, bytes, &req).
-template <typename Post> Transport::Request post_parts(size_t bytes, Post post) {
+// Posts one PML operation per part of at most part_bytes; post(offset, bytes, &req).
+template <typename Post>
+Transport::Request post_parts(size_t bytes, size_t part_bytes, Post post) {
     auto *req = new PmlRequest;
     size_t off = 0;
     do {
         ompi_request_t *r = nullptr;
-        const size_t n = std::min(kPartBytes, bytes - off);
+        const size_t n = std::min(part_bytes, bytes - off);
         post(off, static_cast<int>(n), &r);
         req->parts.push_back(r);
         off += n;
@@ -52,7 +63,7 @@ template <typename Post> Transport::Request post_parts(size_t bytes, Post post) 
 
 Transport::Request PmlTransport::isend(int dim, int peer, const void *buf, size_t bytes, int tag) {
     const int dst = peer_rank(dim, peer);
-    return post_parts(bytes, [&](size_t off, int n, ompi_request_t **r) {
+    return post_parts(bytes, part_bytes_[dim], [&](size_t off, int n, ompi_request_t **r) {
         check(MCA_PML_CALL(isend(static_cast<const char *>(buf) + off, n, &ompi_mpi_byte.dt, dst,
                                  wire_tag(dim, tag), MCA_PML_BASE_SEND_STANDARD, comm_, r)),
               "isend");
@@ -61,7 +72,7 @@ Transport::Request PmlTransport::isend(int dim, int peer, const void *buf, size_
 
 Transport::Request PmlTransport::irecv(int dim, int peer, void *buf, size_t bytes, int tag) {
     const int src = peer_rank(dim, peer);
-    return post_parts(bytes, [&](size_t off, int n, ompi_request_t **r) {
+    return post_parts(bytes, part_bytes_[dim], [&](size_t off, int n, ompi_request_t **r) {
         check(MCA_PML_CALL(irecv(static_cast<char *>(buf) + off, n, &ompi_mpi_byte.dt, src,
                                  wire_tag(dim, tag), comm_, r)),
               "irecv");
@@ -83,5 +94,26 @@ bool PmlTransport::test(Request handle) {
 }
 
 void PmlTransport::progress() { opal_progress(); }
+
+size_t tcp_eager_bytes(ompi_communicator_t *comm, int rank) {
+    // ob1 sends eagerly what fits in btl_eager_limit with its largest header, which is
+    // well under this allowance.
+    constexpr size_t kOb1HeaderAllowance = 1024;
+    if (std::strcmp(mca_pml_base_selected_component.pmlm_version.mca_component_name, "ob1") != 0)
+        return 0;
+    ompi_proc_t *proc = ompi_comm_peer_lookup(comm, rank);
+    auto *endpoint = static_cast<mca_bml_base_endpoint_t *>(
+        proc ? proc->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_BML] : nullptr);
+    if (endpoint == nullptr) return 0;
+    const size_t btls = mca_bml_base_btl_array_get_size(&endpoint->btl_eager);
+    size_t limit = btls == 0 ? 0 : SIZE_MAX;
+    for (size_t i = 0; i < btls; ++i) {
+        const mca_btl_base_module_t *btl =
+            mca_bml_base_btl_array_get_index(&endpoint->btl_eager, i)->btl;
+        if (std::strcmp(btl->btl_component->btl_version.mca_component_name, "tcp") != 0) return 0;
+        limit = std::min(limit, btl->btl_eager_limit);
+    }
+    return limit > 2 * kOb1HeaderAllowance ? limit - kOb1HeaderAllowance : 0;
+}
 
 } // namespace themis

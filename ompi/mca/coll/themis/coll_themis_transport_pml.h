@@ -3,13 +3,17 @@
 // Messages run on the context's private communicator (a dup of the user's, so no
 // other traffic can match them) with tag (dimension << kTagBits) | engine tag, which
 // stays below 2^24 as pml/ucx requires. A peer is named by its coordinate in a
-// dimension and found through the rank layout.
+// dimension and found through the rank layout. A message longer than its dimension's
+// part size travels as several parts of at most that size, same tag, matched in order
+// (MPI's non-overtaking rule); sender and receiver must use the same part sizes.
 #pragma once
 
 #include "coll_themis_prelude.h"
 
 #include "ompi/communicator/communicator.h"
 #include "ompi/request/request.h"
+
+#include <vector>
 
 #include "rank_layout.h"
 #include "transport.h"
@@ -18,7 +22,10 @@ namespace themis {
 
 class PmlTransport : public Transport {
   public:
-    PmlTransport(ompi_communicator_t *comm, const RankLayout &layout, int my_position);
+    // part_bytes: per dimension, the largest message; 0 = the largest one MPI count of
+    // bytes carries (1 GiB here).
+    PmlTransport(ompi_communicator_t *comm, const RankLayout &layout, int my_position,
+                 std::vector<size_t> part_bytes);
     Request isend(int dim, int peer, const void *buf, size_t bytes, int tag) override;
     Request irecv(int dim, int peer, void *buf, size_t bytes, int tag) override;
     bool test(Request req) override;
@@ -31,6 +38,12 @@ class PmlTransport : public Transport {
     ompi_communicator_t *comm_;
     const RankLayout &layout_;
     int my_position_;
+    std::vector<size_t> part_bytes_; // per dimension
 };
+
+// The largest message Open MPI's ob1 sends to `rank` of `comm` without a rendezvous
+// round trip when every BTL it uses for that peer's first fragments is the TCP BTL;
+// 0 otherwise (another PML, another BTL, or a peer ob1 has not connected yet).
+size_t tcp_eager_bytes(ompi_communicator_t *comm, int rank);
 
 } // namespace themis
