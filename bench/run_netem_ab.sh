@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# run_netem_ab.sh -- two settings of coll/themis on one emulated network, alternated.
+#
+# Builds the network once (bench/netem/netem.py, hosts mode), then runs themis-bench
+# with themis alone ROUNDS times under setting A and under setting B, A and B alternating
+# so that the machine's drift hits both alike, every result validated; prints one line
+# per run: utilization (% of the ideal bound) / average time in ms, per collective.
+# For settings that are MCA parameters (which one job cannot vary per communicator).
+#
+# Environment: SPEC (a netem dims spec, required), A, B (mpirun options of each
+# setting, e.g. "--mca coll_themis_chunks 128"; either may be empty), ROUNDS [3],
+# SIZES [16M:16M], ITERS [5], COLLS [allreduce,reduce_scatter_block,allgather],
+# QUEUE_MS [20], TIMEOUT [600] seconds per run.
+set -uo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+: "${SPEC:?set SPEC, e.g. SPEC=2x2x2:bw=50Mbps,100Mbps,200Mbps}"
+A=${A:-} B=${B:-}
+ROUNDS=${ROUNDS:-3}
+SIZES=${SIZES:-16M:16M}
+ITERS=${ITERS:-5}
+COLLS=${COLLS:-allreduce,reduce_scatter_block,allgather}
+QUEUE_MS=${QUEUE_MS:-20}
+TIMEOUT=${TIMEOUT:-600}
+NETEM=bench/netem/netem.py
+
+trap 'python3 "$NETEM" down >/dev/null 2>&1 || true' EXIT
+python3 "$NETEM" check >/dev/null || exit 77
+python3 "$NETEM" up --dims "$SPEC" --mode hosts --queue-ms "$QUEUE_MS" >/dev/null || exit 1
+echo "# $SPEC, $COLLS, $SIZES, $ITERS iterations; per collective: util% / avg ms"
+for round in $(seq 1 "$ROUNDS"); do
+  for setting in A B; do
+    # shellcheck disable=SC2086  # A and B are lists of options
+    line=$(python3 "$NETEM" run --themis --timeout "$TIMEOUT" -- ${!setting} \
+      build/bench/themis-bench -m "$SIZES" -i "$ITERS" -x 1 -c --collective "$COLLS" \
+      --impl themis --dims "$SPEC" 2>&1 |
+      awk '$2 == "themis" { printf "%s%% / %.1f  ", $8, $3 / 1000 } /validation: FAILED/ { bad = 1 }
+           END { if (bad) printf "VALIDATION FAILED" }')
+    echo "round $round $setting: $line"
+  done
+done
