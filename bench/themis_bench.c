@@ -663,7 +663,8 @@ static const char *themis_cvars[] = {"coll_themis_priority",   "coll_themis_dims
                                      "coll_themis_min_bytes",  "coll_themis_intra_policy",
                                      "coll_themis_load_model", "coll_themis_threshold",
                                      "coll_themis_transport", "coll_themis_single_dim",
-                                     "coll_themis_pml_message_bytes"};
+                                     "coll_themis_pml_message_bytes",
+                                     "coll_themis_max_active_bytes"};
 #define N_THEMIS_CVARS ((int) (sizeof themis_cvars / sizeof themis_cvars[0]))
 static char themis_cvar_values[N_THEMIS_CVARS][128];
 static int themis_loaded;

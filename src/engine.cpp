@@ -5,9 +5,10 @@
 
 namespace themis {
 
-Engine::Engine(const Topology &topo, Transport &transport, Memory &memory, int max_active)
+Engine::Engine(const Topology &topo, Transport &transport, Memory &memory, int max_active,
+               uint64_t max_active_bytes)
     : topo_(topo), transport_(transport), memory_(memory), max_active_(std::max(1, max_active)),
-      op_counter_(topo.num_dims(), 0) {}
+      max_active_bytes_(max_active_bytes), op_counter_(topo.num_dims(), 0) {}
 
 int Engine::next_tag_base(int d) {
     // Every op owns `peers` consecutive tags (one per algorithm step); the window wraps
@@ -35,6 +36,7 @@ Execution::Execution(Engine &engine, std::shared_ptr<const Plan> plan, char *wor
     : engine_(engine), plan_(std::move(plan)), work_(work), reducer_(reducer),
       memory_(options.memory ? *options.memory : engine.memory()), hooks_(options.hooks),
       next_(engine.topology().num_dims(), 0), active_(engine.topology().num_dims()),
+      active_bytes_(engine.topology().num_dims(), 0),
       op_done_(plan_->ops.size(), false), tag_base_(plan_->ops.size(), 0),
       remaining_(plan_->ops.size()), trace_(options.trace), t0_(std::chrono::steady_clock::now()) {
     // Tags are numbered in each dimension's issue order, identical on every rank.
@@ -59,12 +61,20 @@ double Execution::now() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
 }
 
+// Whether `op` may join the stages running on dimension d under the byte bound; an idle
+// dimension takes any stage, so every stage can run.
+bool Execution::fits(int d, const PlanOp &op) const {
+    const uint64_t bound = engine_.max_active_bytes();
+    return bound == 0 || active_[d].empty() || active_bytes_[d] + op.total_bytes() <= bound;
+}
+
 void Execution::start_ready_ops(int d) {
     const auto &queue = plan_->dim_queue[d];
     while (next_[d] < queue.size() && static_cast<int>(active_[d].size()) < engine_.max_active()) {
         const int op_index = queue[next_[d]];
         const PlanOp &op = plan_->ops[op_index];
         if (op.previous >= 0 && !op_done_[op.previous]) return; // strictly in order
+        if (!fits(d, op)) return;                  // wait for running stages to drain
         if (hooks_ && !hooks_->ready(op)) return; // its data is not in place yet
         StageContext ctx{engine_.transport(), reducer_, memory_, work_, op,
                          engine_.topology().dim(d).peers, tag_base_[op_index], hooks_};
@@ -75,6 +85,7 @@ void Execution::start_ready_ops(int d) {
         }
         active_[d].push_back(
             {op_index, make_stage_algorithm(engine_.topology().dim(d).algorithm, ctx)});
+        active_bytes_[d] += op.total_bytes();
         ++next_[d];
     }
 }
@@ -103,6 +114,7 @@ bool Execution::progress() {
             for (size_t i = 0; i < active.size();) {
                 if (active[i].algorithm->progress()) {
                     finish(active[i].op);
+                    active_bytes_[d] -= plan_->ops[active[i].op].total_bytes();
                     active.erase(active.begin() + static_cast<long>(i));
                     changed = true;
                 } else {

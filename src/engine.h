@@ -1,8 +1,13 @@
 // engine: runs a compiled plan over a Transport.
 //
 // Each dimension issues its ops strictly in plan order, up to K (max_active) at a time;
-// an op starts once it is at the head of its dimension's queue, a slot is free and the
-// chunk's previous stage has completed here. Because every rank of a dimension group
+// an op starts once it is at the head of its dimension's queue, a slot is free, the
+// chunk's previous stage has completed here and, unless the dimension is idle, the
+// stage's bytes fit under max_active_bytes together with those already running there.
+// The byte bound exists because a dimension's stages to one peer share one connection,
+// which carries their data in the order it entered: past the bytes that keep a link busy,
+// more stages in flight only delay the one the plan wants done first (bench/RESULTS.md,
+// "64 MiB with message parts"). Because every rank of a dimension group
 // issues the same ops in the same order, the groups never wait on each other in a cycle.
 //
 // One Engine per communicator: it numbers the ops of each dimension across calls, so the
@@ -34,7 +39,8 @@ class ChunkHooks {
     // Called once, before anything else, with the plan the execution runs.
     virtual void begin(const Plan &plan) = 0;
     // Whether `op` may start now: asked once the op is otherwise ready to start (head of its
-    // dimension's queue, a slot free, its chunk's previous stage done). False keeps the op,
+    // dimension's queue, a slot and room under the byte bound free, its chunk's previous
+    // stage done). False keeps the op,
     // and the ops behind it in its queue, waiting; it is asked again on a later progress().
     virtual bool ready(const PlanOp &op) = 0;
     // Where the work buffer's bytes `range` of `op`'s chunk are while `op` runs (between
@@ -71,6 +77,7 @@ class Execution {
         std::unique_ptr<StageAlgorithm> algorithm;
     };
     void start_ready_ops(int dim);
+    bool fits(int dim, const PlanOp &op) const;
     void finish(int op);
     double now() const;
 
@@ -83,6 +90,7 @@ class Execution {
     std::vector<bool> last_stage_; // per op, with hooks: the chunk's last stage
     std::vector<size_t> next_;               // per dimension: next position in dim_queue
     std::vector<std::vector<Active>> active_; // per dimension
+    std::vector<uint64_t> active_bytes_;      // per dimension: bytes of the active ops
     std::vector<bool> op_done_;
     std::vector<int> tag_base_; // per op
     size_t remaining_;
@@ -93,7 +101,9 @@ class Execution {
 
 class Engine {
   public:
-    Engine(const Topology &topo, Transport &transport, Memory &memory, int max_active);
+    // max_active_bytes: 0 = no bound beyond max_active.
+    Engine(const Topology &topo, Transport &transport, Memory &memory, int max_active,
+           uint64_t max_active_bytes = 0);
 
     // Starts a plan over the work buffer; `reducer` applies this call's op.
     std::unique_ptr<Execution> start(std::shared_ptr<const Plan> plan, char *work,
@@ -106,6 +116,7 @@ class Engine {
     Transport &transport() { return transport_; }
     Memory &memory() { return memory_; }
     int max_active() const { return max_active_; }
+    uint64_t max_active_bytes() const { return max_active_bytes_; }
 
   private:
     friend class Execution;
@@ -116,6 +127,7 @@ class Engine {
     Transport &transport_;
     Memory &memory_;
     int max_active_;
+    uint64_t max_active_bytes_;
     std::vector<uint64_t> op_counter_; // per dimension, across calls
 };
 

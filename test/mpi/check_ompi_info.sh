@@ -19,7 +19,7 @@ cp "$COMPONENT" "$COMPDIR/mca_coll_themis.so" || exit 2
 # The parameters the component documents; others it may add are checked too.
 REQUIRED=(priority verbose dims policy intra_policy load_model chunks min_chunk_bytes
           max_active min_bytes threshold plan_cache_size transport single_dim trace
-          pml_message_bytes)
+          pml_message_bytes max_active_bytes)
 declare -A ENUMS=([policy]="baseline themis" [intra_policy]="fifo scf"
                   [load_model]="reference latency")
 

@@ -76,6 +76,7 @@ struct Config {
     int k = 1;
     bool rendezvous = true;
     int chunks = 64;
+    uint64_t max_active_bytes = 0; // the engine's byte bound per dimension; 0 = none
 };
 
 std::string describe(const std::string &spec, const Config &c) {
@@ -89,7 +90,8 @@ struct World {
         for (int r = 0; r < t.size(); ++r) {
             memory.push_back(std::make_unique<HostMemory>());
             transports.push_back(std::make_unique<RecordingTransport>(net.transport(r)));
-            engines.push_back(std::make_unique<Engine>(t, *transports[r], *memory[r], c.k));
+            engines.push_back(
+                std::make_unique<Engine>(t, *transports[r], *memory[r], c.k, c.max_active_bytes));
         }
     }
     int size() const { return topo.size(); }
@@ -587,6 +589,52 @@ TEST(EngineTrace, EveryOpOnceInPlanOrderWithConsistentTimes) {
                 EXPECT_LE(by_op[plan.dim_queue[d][q - 1]]->start, by_op[plan.dim_queue[d][q]]->start)
                     << "rank " << r << " dim " << d << " position " << q;
     }
+}
+
+// The most bytes of stages that ran at once on one dimension of one rank, counted when a
+// stage started beside others (a stage alone on its dimension may be of any size).
+uint64_t most_bytes_started_beside_others(const Plan &plan, const std::vector<StageRun> &trace) {
+    std::vector<const StageRun *> by_op(plan.ops.size(), nullptr);
+    for (const StageRun &run : trace)
+        for (size_t i = 0; i < plan.ops.size(); ++i)
+            if (plan.ops[i].chunk == run.ref.chunk && plan.ops[i].stage == run.ref.stage)
+                by_op[i] = &run;
+    uint64_t most = 0;
+    for (const auto &queue : plan.dim_queue)
+        for (size_t q = 0; q < queue.size(); ++q) {
+            // Running when op q started: issued before it (plan order) and not yet ended.
+            uint64_t running = 0;
+            for (size_t p = 0; p < q; ++p)
+                if (by_op[queue[p]]->end > by_op[queue[q]]->start)
+                    running += plan.ops[queue[p]].total_bytes();
+            if (running > 0) most = std::max(most, running + plan.ops[queue[q]].total_bytes());
+        }
+    return most;
+}
+
+TEST(EngineTrace, ByteBoundKeepsStagesThatRunTogetherUnderIt) {
+    Topology t = parse_topology("2x2x2:alg=ring,hd,direct");
+    Config c;
+    c.k = 4;
+    c.chunks = 16;
+    const uint64_t count = 4096; // 32 KiB of int64: chunks of 2 KiB, stages of 2, 1, 0.5 KiB
+    const uint64_t bound = 3 * 1024;
+    uint64_t most[2] = {0, 0};
+    for (int bounded = 0; bounded < 2; ++bounded) {
+        c.max_active_bytes = bounded ? bound : 0;
+        World w(t, c);
+        std::vector<std::vector<StageRun>> traces(t.size());
+        w.traces = &traces;
+        ASSERT_TRUE(check_allreduce(w, count)) << "bounded " << bounded;
+        for (int r = 0; r < t.size(); ++r) {
+            auto plan = w.plan(Collective::AllReduce, {count}, 8, r);
+            ASSERT_EQ(traces[r].size(), plan->ops.size());
+            most[bounded] = std::max(most[bounded], most_bytes_started_beside_others(*plan, traces[r]));
+        }
+    }
+    EXPECT_GT(most[0], bound) << "without the bound, K = 4 alone lets more run together";
+    EXPECT_LE(most[1], bound);
+    EXPECT_GT(most[1], 0u) << "stages still ran side by side under the bound";
 }
 
 // ---------------------------------------------------------------------------------------

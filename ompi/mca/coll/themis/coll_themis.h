@@ -49,6 +49,7 @@ typedef struct mca_coll_themis_component_t {
     int chunks;
     size_t min_chunk_bytes;
     int max_active;
+    size_t max_active_bytes; /* stage bytes running at once per dimension; 0: no bound */
     size_t min_bytes;
     double threshold;
     int plan_cache_size;

@@ -40,6 +40,7 @@ mca_coll_themis_component_t mca_coll_themis_component = {
     .chunks = 64,
     .min_chunk_bytes = 256 * 1024,
     .max_active = 4, /* one stage per dimension cannot fill a link: bench/RESULTS.md */
+    .max_active_bytes = 2 * 1024 * 1024, /* more queue FIFO on a link: bench/RESULTS.md */
     .min_bytes = 64 * 1024,
     .threshold = 1.0 / 16,
     .plan_cache_size = 64,
@@ -145,6 +146,12 @@ static int themis_register(void)
     register_var("max_active",
                  "Stages running at once per dimension, K (valid: 1 to 64)",
                  MCA_BASE_VAR_TYPE_INT, NULL, OPAL_INFO_LVL_5, &c->max_active);
+    register_var("max_active_bytes",
+                 "Stage bytes running at once per dimension: a stage starts beside others only "
+                 "if all fit under this bound, since a link carries their data first come "
+                 "first served (valid: 0 = no bound but max_active, or a byte count; a stage "
+                 "starts on an idle dimension whatever its size)",
+                 MCA_BASE_VAR_TYPE_SIZE_T, NULL, OPAL_INFO_LVL_5, &c->max_active_bytes);
     register_var("min_bytes",
                  "Messages smaller than this many bytes go to the previous module "
                  "(valid: >= 0)",

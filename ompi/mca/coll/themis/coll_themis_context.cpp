@@ -137,7 +137,8 @@ void Context::connect(mca_coll_themis_module_t *m) {
         if (!split.empty()) reason += "; messages in parts of at most, per dimension," + split;
         say(1, comm_, "transport pml (" + reason + ")");
     }
-    engine_ = std::make_unique<Engine>(layout_.topology, *transport_, memory_, params().max_active);
+    engine_ = std::make_unique<Engine>(layout_.topology, *transport_, memory_, params().max_active,
+                                       params().max_active_bytes);
 }
 
 std::vector<size_t> Context::pml_part_bytes(mca_coll_themis_module_t *m) const {
