@@ -50,6 +50,11 @@ Execution::Execution(Engine &engine, std::shared_ptr<const Plan> plan, char *wor
             last_stage_[i] = i + 1 == ops.size() || ops[i + 1].chunk != ops[i].chunk;
         hooks_->begin(*plan_);
     }
+    if (engine_.max_active_bytes() != 0) {
+        // Counted once here: start_ready_ops asks about a waiting op on every progress().
+        op_bytes_.resize(plan_->ops.size());
+        for (size_t i = 0; i < op_bytes_.size(); ++i) op_bytes_[i] = plan_->ops[i].total_bytes();
+    }
     if (trace_) {
         timing_.resize(plan_->ops.size());
         for (size_t i = 0; i < timing_.size(); ++i)
@@ -63,9 +68,9 @@ double Execution::now() const {
 
 // Whether `op` may join the stages running on dimension d under the byte bound; an idle
 // dimension takes any stage, so every stage can run.
-bool Execution::fits(int d, const PlanOp &op) const {
+bool Execution::fits(int d, int op) const {
     const uint64_t bound = engine_.max_active_bytes();
-    return bound == 0 || active_[d].empty() || active_bytes_[d] + op.total_bytes() <= bound;
+    return bound == 0 || active_[d].empty() || active_bytes_[d] + op_bytes_[op] <= bound;
 }
 
 void Execution::start_ready_ops(int d) {
@@ -74,7 +79,7 @@ void Execution::start_ready_ops(int d) {
         const int op_index = queue[next_[d]];
         const PlanOp &op = plan_->ops[op_index];
         if (op.previous >= 0 && !op_done_[op.previous]) return; // strictly in order
-        if (!fits(d, op)) return;                  // wait for running stages to drain
+        if (!fits(d, op_index)) return;            // wait for running stages to drain
         if (hooks_ && !hooks_->ready(op)) return; // its data is not in place yet
         StageContext ctx{engine_.transport(), reducer_, memory_, work_, op,
                          engine_.topology().dim(d).peers, tag_base_[op_index], hooks_};
@@ -85,7 +90,7 @@ void Execution::start_ready_ops(int d) {
         }
         active_[d].push_back(
             {op_index, make_stage_algorithm(engine_.topology().dim(d).algorithm, ctx)});
-        active_bytes_[d] += op.total_bytes();
+        if (!op_bytes_.empty()) active_bytes_[d] += op_bytes_[op_index];
         ++next_[d];
     }
 }
@@ -114,7 +119,7 @@ bool Execution::progress() {
             for (size_t i = 0; i < active.size();) {
                 if (active[i].algorithm->progress()) {
                     finish(active[i].op);
-                    active_bytes_[d] -= plan_->ops[active[i].op].total_bytes();
+                    if (!op_bytes_.empty()) active_bytes_[d] -= op_bytes_[active[i].op];
                     active.erase(active.begin() + static_cast<long>(i));
                     changed = true;
                 } else {

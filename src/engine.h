@@ -77,7 +77,7 @@ class Execution {
         std::unique_ptr<StageAlgorithm> algorithm;
     };
     void start_ready_ops(int dim);
-    bool fits(int dim, const PlanOp &op) const;
+    bool fits(int dim, int op) const;
     void finish(int op);
     double now() const;
 
@@ -90,7 +90,8 @@ class Execution {
     std::vector<bool> last_stage_; // per op, with hooks: the chunk's last stage
     std::vector<size_t> next_;               // per dimension: next position in dim_queue
     std::vector<std::vector<Active>> active_; // per dimension
-    std::vector<uint64_t> active_bytes_;      // per dimension: bytes of the active ops
+    std::vector<uint64_t> op_bytes_;          // per op, with a byte bound: its bytes
+    std::vector<uint64_t> active_bytes_;      // per dimension, with a byte bound
     std::vector<bool> op_done_;
     std::vector<int> tag_base_; // per op
     size_t remaining_;
