@@ -5,31 +5,40 @@
 # with themis alone ROUNDS times under setting A and under setting B, A and B alternating
 # so that the machine's drift hits both alike, every result validated; prints one line
 # per run: utilization (% of the ideal bound) / average time in ms, per collective.
-# For settings that are MCA parameters (which one job cannot vary per communicator).
+# For settings that are MCA parameters (which one job cannot vary per communicator), or
+# settings of the network itself: NET_A and NET_B, when they differ, rebuild the network
+# before every run.
 #
 # Environment: SPEC (a netem dims spec, required), A, B (mpirun options of each
-# setting, e.g. "--mca coll_themis_chunks 128"; either may be empty), ROUNDS [3],
+# setting, e.g. "--mca coll_themis_chunks 128"; either may be empty), NET_A, NET_B
+# (more `netem.py up` options of each setting, e.g. "--mtu 1500"), ROUNDS [3],
 # SIZES [16M:16M], ITERS [5], COLLS [allreduce,reduce_scatter_block,allgather],
-# QUEUE_MS [20], TIMEOUT [600] seconds per run.
+# QUEUE_MS [20], MTU [9000], TIMEOUT [600] seconds per run.
 set -uo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 : "${SPEC:?set SPEC, e.g. SPEC=2x2x2:bw=50Mbps,100Mbps,200Mbps}"
-A=${A:-} B=${B:-}
+A=${A:-} B=${B:-} NET_A=${NET_A:-} NET_B=${NET_B:-}
 ROUNDS=${ROUNDS:-3}
 SIZES=${SIZES:-16M:16M}
 ITERS=${ITERS:-5}
 COLLS=${COLLS:-allreduce,reduce_scatter_block,allgather}
 QUEUE_MS=${QUEUE_MS:-20}
+MTU=${MTU:-9000}
 TIMEOUT=${TIMEOUT:-600}
 NETEM=bench/netem/netem.py
 
 trap 'python3 "$NETEM" down >/dev/null 2>&1 || true' EXIT
 python3 "$NETEM" check >/dev/null || exit 77
-python3 "$NETEM" up --dims "$SPEC" --mode hosts --queue-ms "$QUEUE_MS" >/dev/null || exit 1
+up() {  # shellcheck disable=SC2086  # $1 is a list of options
+  python3 "$NETEM" up --dims "$SPEC" --mode hosts --queue-ms "$QUEUE_MS" --mtu "$MTU" $1 >/dev/null || exit 1
+}
+up "$NET_A"
 echo "# $SPEC, $COLLS, $SIZES, $ITERS iterations; per collective: util% / avg ms"
 for round in $(seq 1 "$ROUNDS"); do
   for setting in A B; do
+    net=NET_$setting
+    [ "$NET_A" = "$NET_B" ] || up "${!net}"
     # shellcheck disable=SC2086  # A and B are lists of options
     line=$(python3 "$NETEM" run --themis --timeout "$TIMEOUT" -- ${!setting} \
       build/bench/themis-bench -m "$SIZES" -i "$ITERS" -x 1 -c --collective "$COLLS" \

@@ -15,7 +15,7 @@
 # Environment: SIZES [16M:16M], ITERS [2], COLLS [allreduce,reduce_scatter_block,allgather],
 # IMPLS [themis,themis_baseline,tuned,han], PROFILES [all six], OUT [bench/results],
 # TAG [] (appended to the CSV names), QUEUE_MS [20] (the links' buffer, netem.py up
-# --queue-ms), MPI_ARGS [] (more mpirun options, e.g. MCA parameters, for every
+# --queue-ms), MTU [9000] (the links' MTU, netem.py up --mtu), MPI_ARGS [] (more mpirun options, e.g. MCA parameters, for every
 # implementation alike), TIMEOUT [1200] seconds per run.
 set -uo pipefail
 
@@ -27,6 +27,7 @@ COLLS=${COLLS:-allreduce,reduce_scatter_block,allgather}
 IMPLS=${IMPLS:-themis,themis_baseline,tuned,han}
 TAG=${TAG:-}
 QUEUE_MS=${QUEUE_MS:-20}
+MTU=${MTU:-9000}
 MPI_ARGS=${MPI_ARGS:-}
 TIMEOUT=${TIMEOUT:-1200}
 NETEM=bench/netem/netem.py
@@ -41,7 +42,7 @@ for profile in $PROFILES; do
   label="${dims}_${name}"
   spec="$dims:bw=$(echo "$rates" | sed 's/,/Mbps,/g')Mbps"
   echo "==> $label: $spec"
-  python3 "$NETEM" up --dims "$spec" --mode hosts --queue-ms "$QUEUE_MS" >/dev/null || exit 1
+  python3 "$NETEM" up --dims "$spec" --mode hosts --queue-ms "$QUEUE_MS" --mtu "$MTU" >/dev/null || exit 1
   # shellcheck disable=SC2086  # MPI_ARGS is a list of options
   python3 "$NETEM" run --themis --timeout "$TIMEOUT" -- $MPI_ARGS \
     build/bench/themis-bench -m "$SIZES" -i "$ITERS" -x 1 -c --collective "$COLLS" \

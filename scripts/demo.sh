@@ -48,7 +48,7 @@ done
 
 BENCH=(-m "$SIZE:$SIZE" -i "$ITERS" -x 1 -c --collective allreduce,reduce_scatter_block,allgather)
 if [ "${DEMO_SHM:-0}" != 1 ] && python3 "$NETEM" check >/dev/null 2>&1; then
-  step "2. coll/themis on an emulated 2x4 network (4 hosts x 2 ranks, every link 150 Mbit/s)"
+  step "2. coll/themis on an emulated 2x4 network (4 hosts x 2 ranks, every link 150 Mbit/s, jumbo frames)"
   trap 'python3 "$NETEM" down >/dev/null 2>&1 || true' EXIT
   python3 "$NETEM" up --dims "$SPEC" --mode hosts >/dev/null
   python3 "$NETEM" run --themis --timeout 900 -- --mca coll_themis_verbose 1 \
