@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "ompi/mca/bml/base/base.h"
 #include "ompi/mca/bml/bml.h"
 #include "ompi/mca/pml/base/base.h"
 #include "ompi/mca/pml/pml.h"
@@ -101,9 +102,11 @@ size_t tcp_eager_bytes(ompi_communicator_t *comm, int rank) {
     constexpr size_t kOb1HeaderAllowance = 1024;
     if (std::strcmp(mca_pml_base_selected_component.pmlm_version.mca_component_name, "ob1") != 0)
         return 0;
+    // ob1 adds a peer on another node to the BML at its first message; asking for the
+    // endpoint adds it now, as that first message would, so that the answer does not
+    // depend on which peers earlier collectives happened to reach.
     ompi_proc_t *proc = ompi_comm_peer_lookup(comm, rank);
-    auto *endpoint = static_cast<mca_bml_base_endpoint_t *>(
-        proc ? proc->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_BML] : nullptr);
+    mca_bml_base_endpoint_t *endpoint = proc ? mca_bml_base_get_endpoint(proc) : nullptr;
     if (endpoint == nullptr) return 0;
     const size_t btls = mca_bml_base_btl_array_get_size(&endpoint->btl_eager);
     size_t limit = btls == 0 ? 0 : SIZE_MAX;

@@ -43,7 +43,7 @@ class PmlTransport : public Transport {
 
 // The largest message Open MPI's ob1 sends to `rank` of `comm` without a rendezvous
 // round trip when every BTL it uses for that peer's first fragments is the TCP BTL;
-// 0 otherwise (another PML, another BTL, or a peer ob1 has not connected yet).
+// 0 otherwise (another PML, another BTL, or a peer ob1 cannot reach).
 size_t tcp_eager_bytes(ompi_communicator_t *comm, int rank);
 
 } // namespace themis
