@@ -69,8 +69,8 @@ double Execution::now() const {
 // Whether `op` may join the stages running on dimension d under the byte bound; an idle
 // dimension takes any stage, so every stage can run.
 bool Execution::fits(int d, int op) const {
-    const uint64_t bound = engine_.max_active_bytes();
-    return bound == 0 || active_[d].empty() || active_bytes_[d] + op_bytes_[op] <= bound;
+    return op_bytes_.empty() || active_[d].empty() ||
+           active_bytes_[d] + op_bytes_[op] <= engine_.max_active_bytes();
 }
 
 void Execution::start_ready_ops(int d) {

@@ -40,8 +40,8 @@ class ChunkHooks {
     virtual void begin(const Plan &plan) = 0;
     // Whether `op` may start now: asked once the op is otherwise ready to start (head of its
     // dimension's queue, a slot and room under the byte bound free, its chunk's previous
-    // stage done). False keeps the op,
-    // and the ops behind it in its queue, waiting; it is asked again on a later progress().
+    // stage done). False keeps the op, and the ops behind it in its queue, waiting; it is
+    // asked again on a later progress().
     virtual bool ready(const PlanOp &op) = 0;
     // Where the work buffer's bytes `range` of `op`'s chunk are while `op` runs (between
     // ready() returning true and stage_done()); `range` is one of op.ranges.
@@ -90,7 +90,7 @@ class Execution {
     std::vector<bool> last_stage_; // per op, with hooks: the chunk's last stage
     std::vector<size_t> next_;               // per dimension: next position in dim_queue
     std::vector<std::vector<Active>> active_; // per dimension
-    std::vector<uint64_t> op_bytes_;          // per op, with a byte bound: its bytes
+    std::vector<uint64_t> op_bytes_;          // per op, its bytes; empty: no byte bound
     std::vector<uint64_t> active_bytes_;      // per dimension, with a byte bound
     std::vector<bool> op_done_;
     std::vector<int> tag_base_; // per op
