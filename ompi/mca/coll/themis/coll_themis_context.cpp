@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 
 #include "ompi/mca/coll/base/base.h"
@@ -137,6 +138,10 @@ void Context::connect(mca_coll_themis_module_t *m) {
         if (!split.empty()) reason += "; messages in parts of at most, per dimension," + split;
         say(1, comm_, "transport pml (" + reason + ")");
     }
+    // Tests make one rank fail here (test/mpi/odd_ranks_env.sh), as a UCX endpoint or an
+    // allocation might: the ranks must still decline together.
+    if (std::getenv("THEMIS_TEST_FAIL_CONNECT") != nullptr)
+        throw std::runtime_error("connect failed (THEMIS_TEST_FAIL_CONNECT is set)");
     engine_ = std::make_unique<Engine>(layout_.topology, *transport_, memory_, params().max_active,
                                        params().max_active_bytes);
 }
@@ -220,7 +225,18 @@ std::unique_ptr<Context> Context::create(mca_coll_themis_module_t *m, ompi_commu
         return nullptr;
     }
     std::unique_ptr<Context> ctx(new Context(comm, std::move(layout)));
-    ctx->connect(m);
+    // connect() runs its collectives first; what fails after them fails on some ranks only.
+    std::string failure;
+    try {
+        ctx->connect(m);
+    } catch (const std::exception &e) {
+        failure = e.what();
+    }
+    if (!all_agree(m, comm, failure.empty())) {
+        say(1, comm, "not used, previous module kept: set-up failed " +
+                         (failure.empty() ? std::string("on another rank") : "here: " + failure));
+        return nullptr;
+    }
     say(1, comm, "selected; dimensions " + ctx->layout().topology.to_spec());
     ctx->open_trace();
     return ctx;
