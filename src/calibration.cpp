@@ -1,0 +1,225 @@
+// calibration: measure each dimension's bandwidth and latency (see calibration.h).
+#include "calibration.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+namespace themis {
+
+namespace {
+
+// Calibration messages use the top tag of every dimension: the engine's tags count up
+// from zero, and calibration ends on every rank before its first collective.
+constexpr int kCalibrationTag = kTagLimit - 1;
+
+double now() {
+    using clock = std::chrono::steady_clock;
+    return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
+}
+
+double round_significant(double x, int digits) {
+    if (!(x > 0)) return x;
+    const double scale = std::pow(10.0, digits - 1 - std::floor(std::log10(x)));
+    return std::round(x * scale) / scale;
+}
+
+struct PendingDimension {
+    int dim;
+    std::vector<Transport::Request> requests;
+    double started = 0, finished = 0;
+};
+
+} // namespace
+
+CalibrationExchange::CalibrationExchange(const Topology &topo, int position, Transport &transport)
+    : topo_(topo), position_(position), transport_(transport), send_(topo.num_dims()),
+      recv_(topo.num_dims()) {}
+
+std::vector<double> CalibrationExchange::run(const std::vector<int> &dims,
+                                             const std::vector<size_t> &bytes) {
+    std::vector<PendingDimension> pending;
+    for (size_t i = 0; i < dims.size(); ++i) {
+        const int d = dims[i], peers = topo_.dim(d).peers, me = topo_.coord(position_, d);
+        // Every peer gets an equal share, so the rank's links of the dimension all carry data.
+        const size_t share = std::max<size_t>(1, (bytes[i] + peers - 2) / (peers - 1));
+        send_[d].resize(std::max(send_[d].size(), share));
+        recv_[d].resize(std::max(recv_[d].size(), share * (peers - 1)));
+        PendingDimension p{d, {}, now(), 0};
+        for (int c = 0, slot = 0; c < peers; ++c) {
+            if (c == me) continue;
+            p.requests.push_back(transport_.irecv(d, c, recv_[d].data() + share * slot++, share,
+                                                  kCalibrationTag));
+            p.requests.push_back(transport_.isend(d, c, send_[d].data(), share, kCalibrationTag));
+            bytes_sent_ += share;
+        }
+        pending.push_back(std::move(p));
+    }
+    for (size_t open = pending.size(); open > 0;) {
+        bool moved = false;
+        for (PendingDimension &p : pending) {
+            if (p.finished > 0) continue;
+            auto &reqs = p.requests;
+            const size_t before = reqs.size();
+            reqs.erase(std::remove_if(reqs.begin(), reqs.end(),
+                                      [&](Transport::Request r) { return transport_.test(r); }),
+                       reqs.end());
+            moved |= reqs.size() < before;
+            if (reqs.empty()) {
+                p.finished = now();
+                --open;
+            }
+        }
+        if (!moved && open > 0) transport_.progress();
+    }
+    std::vector<double> seconds(topo_.num_dims(), 0.0);
+    for (const PendingDimension &p : pending) seconds[p.dim] = p.finished - p.started;
+    return seconds;
+}
+
+size_t next_exchange_bytes(size_t bytes, double seconds, double target_seconds,
+                           size_t max_bytes) {
+    if (seconds >= target_seconds / 2 || bytes >= max_bytes) return bytes;
+    const double factor = std::clamp(target_seconds / std::max(seconds, 1e-9), 2.0, 16.0);
+    size_t next = bytes * 2; // bytes is a power of two, or max_bytes
+    while (double(next) * 2 <= double(bytes) * factor) next <<= 1;
+    return std::min(next, max_bytes);
+}
+
+double median(std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    const size_t n = values.size();
+    return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+namespace {
+
+// One phase: the dimensions `dims` at once, dimension dims[i] sending weight[i] x B bytes.
+// Per dimension of the phase, its bytes and the agreed (maximum over ranks of each rank's
+// median) time of a large and of a small exchange. With `joint`, a dimension's time is
+// the exchange's, until every dimension of it finished: a link shared by several
+// dimensions may serve them one after the other or side by side, and either way each
+// dimension gets its bytes through in that time.
+struct PhaseTimes {
+    std::vector<size_t> bytes;
+    std::vector<double> large, small; // indexed like `dims`
+};
+
+PhaseTimes measure_phase(CalibrationExchange &exchange, const std::vector<int> &dims,
+                         const std::vector<double> &weight, bool joint, const AgreeMax &agree,
+                         const CalibrationSettings &s, double target_seconds) {
+    auto sizes = [&](size_t bytes) {
+        std::vector<size_t> out;
+        for (double w : weight) out.push_back(std::max(s.latency_bytes, size_t(double(bytes) * w)));
+        return out;
+    };
+    // Grow the exchange until it takes about its share of the budget; the times are
+    // agreed, so every rank takes the same sizes.
+    size_t bytes = s.min_bytes;
+    for (;;) {
+        std::vector<double> t = exchange.run(dims, sizes(bytes));
+        agree(t);
+        const size_t next = next_exchange_bytes(bytes, *std::max_element(t.begin(), t.end()),
+                                                target_seconds, s.max_bytes);
+        if (next == bytes) break;
+        bytes = next;
+    }
+    auto medians = [&](const std::vector<size_t> &size) {
+        std::vector<std::vector<double>> runs(dims.size());
+        for (int r = 0; r < s.repetitions; ++r) {
+            const std::vector<double> t = exchange.run(dims, size);
+            const double all = *std::max_element(t.begin(), t.end());
+            for (size_t i = 0; i < dims.size(); ++i) runs[i].push_back(joint ? all : t[dims[i]]);
+        }
+        std::vector<double> out;
+        for (const auto &r : runs) out.push_back(median(r));
+        return out;
+    };
+    PhaseTimes times{sizes(bytes), {}, {}};
+    std::vector<double> both = medians(times.bytes),
+                        small = medians(std::vector<size_t>(dims.size(), s.latency_bytes));
+    both.insert(both.end(), small.begin(), small.end());
+    agree(both);
+    times.large.assign(both.begin(), both.begin() + dims.size());
+    times.small.assign(both.begin() + dims.size(), both.end());
+    return times;
+}
+
+double bandwidth_of(size_t bytes, size_t small_bytes, double large, double small) {
+    // What the extra bytes cost beyond the fixed delay; if noise made the large exchange
+    // no slower than the small one, the whole time is the best estimate left.
+    const double extra = large - small;
+    return extra > large * 1e-3 ? double(bytes - small_bytes) / extra : double(bytes) / large;
+}
+
+} // namespace
+
+CalibrationResult calibrate(const Topology &topo, int position, Transport &transport,
+                            const std::vector<int> &measured, const AgreeMax &agree,
+                            const CalibrationSettings &settings) {
+    const double start = now();
+    CalibrationResult result;
+    result.dims.assign(topo.num_dims(), DimensionRates());
+    if (measured.empty()) return result;
+
+    // One phase per dimension, and one for all at once. Each phase's exchanges: a few
+    // probing ones, adding up to about two of the final size, then the repetitions of the
+    // large one (the small ones are almost free).
+    const size_t phases = measured.size() + (measured.size() > 1);
+    const double target = settings.budget_seconds / double(phases) / double(settings.repetitions + 2);
+
+    CalibrationExchange exchange(topo, position, transport);
+    for (int d : measured) {
+        const PhaseTimes t = measure_phase(exchange, {d}, {1.0}, false, agree, settings, target);
+        DimensionRates &r = result.dims[d];
+        r.bandwidth = r.bandwidth_alone =
+            bandwidth_of(t.bytes[0], settings.latency_bytes, t.large[0], t.small[0]);
+        r.latency = t.small[0];
+        r.exchange_bytes = t.bytes[0];
+    }
+    if (measured.size() > 1) {
+        // All at once, each dimension with bytes in proportion to its rate alone: were they
+        // independent, all would finish together, at their rates alone.
+        double fastest = 0;
+        for (int d : measured) fastest = std::max(fastest, result.dims[d].bandwidth_alone);
+        std::vector<double> weight;
+        for (int d : measured) weight.push_back(result.dims[d].bandwidth_alone / fastest);
+        const PhaseTimes t = measure_phase(exchange, measured, weight, true, agree, settings, target);
+        for (size_t i = 0; i < measured.size(); ++i)
+            result.dims[measured[i]].bandwidth =
+                bandwidth_of(t.bytes[i], settings.latency_bytes, t.large[i], t.small[i]);
+    }
+    result.seconds = now() - start;
+    result.bytes_sent = exchange.bytes_sent();
+    return result;
+}
+
+const char *rate_source_name(RateSource s) {
+    switch (s) {
+    case RateSource::Default: return "default";
+    case RateSource::Given: return "given";
+    case RateSource::Measured: return "measured";
+    case RateSource::Cached: return "cached";
+    }
+    return "?";
+}
+
+Topology with_measured_rates(const Topology &topo, const std::vector<DimensionRates> &rates,
+                             bool bandwidth_given, bool latency_given) {
+    std::vector<Dimension> dims = topo.dims();
+    for (size_t d = 0; d < dims.size() && d < rates.size(); ++d) {
+        if (!(rates[d].bandwidth > 0)) continue;
+        if (!bandwidth_given) dims[d].bandwidth = round_significant(rates[d].bandwidth, 4);
+        if (!latency_given) dims[d].latency = round_significant(rates[d].latency, 4);
+    }
+    return Topology(dims);
+}
+
+bool spec_gives(const std::string &dims, const std::string &key) {
+    // Sections after the first ':' are attribute lists "key=values".
+    for (size_t at = dims.find(':'); at != std::string::npos; at = dims.find(':', at + 1))
+        if (dims.compare(at + 1, key.size() + 1, key + "=") == 0) return true;
+    return false;
+}
+
+} // namespace themis

@@ -1,0 +1,115 @@
+// calibration: measure each dimension's bandwidth and step latency at run time.
+//
+// The scheduler only balances the dimensions as well as it knows their rates. Where the
+// user's spec gives no bw= or lat=, the component measures them on the layout's first use,
+// over the transport the collectives will run on:
+//
+//   phases   every measured dimension alone, then (with two or more) all of them at once,
+//            each sending in proportion to its rate alone, timed until the last finishes:
+//            a dimension that shares a NIC, a bus or cores with another is slower there,
+//            and that rate is the one the schedule meets, since Themis keeps every
+//            dimension busy.
+//   pattern  one exchange: every rank sends B bytes on each dimension of the phase, split
+//            evenly over the peers of its group (all of its links at once, as the cost
+//            model's per-rank bandwidth means), and receives as much.
+//   sizes    B starts at min_bytes and grows until an exchange takes about its share of the
+//            time budget (or reaches max_bytes); then `repetitions` exchanges of B and of
+//            latency_bytes. The first exchanges drain a shaper's burst allowance and open
+//            TCP's window, so the repeated ones see the steady rate.
+//   noise    per rank the median of the repetitions, then the maximum over ranks (a stage
+//            ends when its slowest rank does); latency = the small exchange's time,
+//            bandwidth = (B - latency_bytes) / (large time - small time).
+//   agreed   every decision (the next size, the result) follows from values reduced over
+//            all ranks, so every rank measures the same sizes and plans with identical
+//            numbers.
+//
+// Time: about budget_seconds whatever the number of dimensions (each phase gets its share),
+// plus one small reduction over all ranks per size step and per phase (log P each); a
+// dimension too slow to reach its share at min_bytes takes longer: 1 + 2 x repetitions
+// exchanges of min_bytes per phase. Bytes: per rank about the budget times the rate.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "topology.h"
+#include "transport.h"
+
+namespace themis {
+
+struct CalibrationSettings {
+    double budget_seconds = 0.5;
+    size_t min_bytes = 64 << 10;  // first exchange of a phase
+    size_t max_bytes = 16 << 20;  // largest exchange
+    size_t latency_bytes = 8;     // the small exchange that measures latency
+    int repetitions = 5;
+};
+
+struct DimensionRates {
+    double bandwidth = 0;       // bytes/s per rank with every measured dimension busy
+    double bandwidth_alone = 0; // bytes/s per rank with this dimension alone
+    double latency = 0;         // seconds per step
+    size_t exchange_bytes = 0;  // B of the bandwidth exchanges
+};
+
+struct CalibrationResult {
+    std::vector<DimensionRates> dims; // per topology dimension; zeros where not measured
+    double seconds = 0;               // wall time of the calibration on this rank
+    uint64_t bytes_sent = 0;          // bytes this rank sent
+};
+
+// Collective over every rank of the topology: replaces `values` by their element-wise
+// maximum over the ranks (the same on every rank afterwards).
+using AgreeMax = std::function<void(std::vector<double> &)>;
+
+// One exchange on a set of dimensions (see the pattern above), over a Transport.
+class CalibrationExchange {
+  public:
+    CalibrationExchange(const Topology &topo, int position, Transport &transport);
+    // Runs it to completion, dimension dims[i] sending bytes[i]; per topology dimension,
+    // the seconds until this rank's sends and receives there completed (0 for dimensions
+    // not in `dims`).
+    std::vector<double> run(const std::vector<int> &dims, const std::vector<size_t> &bytes);
+    uint64_t bytes_sent() const { return bytes_sent_; }
+
+  private:
+    const Topology &topo_;
+    int position_;
+    Transport &transport_;
+    std::vector<std::vector<char>> send_, recv_; // per dimension, grown on demand
+    uint64_t bytes_sent_ = 0;
+};
+
+// Measures `measured` (dimensions of `topo` with more than one peer) as described above.
+// Collective over every rank of the topology.
+CalibrationResult calibrate(const Topology &topo, int position, Transport &transport,
+                            const std::vector<int> &measured, const AgreeMax &agree,
+                            const CalibrationSettings &settings = CalibrationSettings());
+
+// The size of the next probing exchange: `bytes` (a power of two) scaled towards
+// `target_seconds` from the agreed time `seconds` it took, rounded down to a power of two
+// but at least doubled, at most x16, capped at max_bytes; `bytes` itself once it took at
+// least half the target or reached the cap.
+size_t next_exchange_bytes(size_t bytes, double seconds, double target_seconds,
+                           size_t max_bytes);
+
+// Median of a non-empty list.
+double median(std::vector<double> values);
+
+// Where a dimension's number came from, for the verbose log and themis-info.
+enum class RateSource { Default, Given, Measured, Cached };
+const char *rate_source_name(RateSource s);
+
+// `topo` with the measured rates where the spec did not give them: bandwidth replaced
+// unless `bandwidth_given`, latency unless `latency_given`, only for dimensions with a
+// measurement. Rounded to 4 significant digits so that the spec prints them as they are.
+Topology with_measured_rates(const Topology &topo, const std::vector<DimensionRates> &rates,
+                             bool bandwidth_given, bool latency_given);
+
+// Whether a coll_themis_dims value gives `key` ("bw" or "lat") in one of its sections.
+bool spec_gives(const std::string &dims, const std::string &key);
+
+} // namespace themis
