@@ -20,8 +20,11 @@ double now() {
 
 double round_significant(double x, int digits) {
     if (!(x > 0)) return x;
-    const double scale = std::pow(10.0, digits - 1 - std::floor(std::log10(x)));
-    return std::round(x * scale) / scale;
+    // Powers of ten are exact doubles; dividing by 1e-5 instead of multiplying by 1e5
+    // would not be.
+    const int shift = digits - 1 - int(std::floor(std::log10(x)));
+    const double scale = std::pow(10.0, std::abs(shift));
+    return shift >= 0 ? std::round(x * scale) / scale : std::round(x / scale) * scale;
 }
 
 struct PendingDimension {
@@ -164,9 +167,11 @@ CalibrationResult calibrate(const Topology &topo, int position, Transport &trans
 
     // One phase per dimension, and one for all at once. Each phase's exchanges: a few
     // probing ones, adding up to about two of the final size, then the repetitions of the
-    // large one (the small ones are almost free).
+    // large one; three more shares for the small ones, the agreements and the final size
+    // overshooting its target (measured on the emulated network: 0.42-0.54 s of a 0.5 s
+    // budget with two).
     const size_t phases = measured.size() + (measured.size() > 1);
-    const double target = settings.budget_seconds / double(phases) / double(settings.repetitions + 2);
+    const double target = settings.budget_seconds / double(phases) / double(settings.repetitions + 5);
 
     CalibrationExchange exchange(topo, position, transport);
     for (int d : measured) {
@@ -185,9 +190,17 @@ CalibrationResult calibrate(const Topology &topo, int position, Transport &trans
         std::vector<double> weight;
         for (int d : measured) weight.push_back(result.dims[d].bandwidth_alone / fastest);
         const PhaseTimes t = measure_phase(exchange, measured, weight, true, agree, settings, target);
-        for (size_t i = 0; i < measured.size(); ++i)
-            result.dims[measured[i]].bandwidth =
-                bandwidth_of(t.bytes[i], settings.latency_bytes, t.large[i], t.small[i]);
+        // Independent dimensions finish together at their rates alone; only a clear
+        // slowdown (a shared NIC or bus) replaces those rates, since a joint exchange on a
+        // busy machine is also the noisiest measurement.
+        std::vector<double> together;
+        double slowdown = 0;
+        for (size_t i = 0; i < measured.size(); ++i) {
+            together.push_back(bandwidth_of(t.bytes[i], settings.latency_bytes, t.large[i], t.small[i]));
+            slowdown = std::max(slowdown, result.dims[measured[i]].bandwidth_alone / together[i]);
+        }
+        if (slowdown > settings.shared_slowdown)
+            for (size_t i = 0; i < measured.size(); ++i) result.dims[measured[i]].bandwidth = together[i];
     }
     result.seconds = now() - start;
     result.bytes_sent = exchange.bytes_sent();
@@ -209,7 +222,8 @@ Topology with_measured_rates(const Topology &topo, const std::vector<DimensionRa
     std::vector<Dimension> dims = topo.dims();
     for (size_t d = 0; d < dims.size() && d < rates.size(); ++d) {
         if (!(rates[d].bandwidth > 0)) continue;
-        if (!bandwidth_given) dims[d].bandwidth = round_significant(rates[d].bandwidth, 4);
+        // Rounded in bits/s, the unit the spec prints, so that it prints as it is rounded.
+        if (!bandwidth_given) dims[d].bandwidth = round_significant(rates[d].bandwidth * 8, 4) / 8;
         if (!latency_given) dims[d].latency = round_significant(rates[d].latency, 4);
     }
     return Topology(dims);

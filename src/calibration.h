@@ -8,7 +8,8 @@
 //            each sending in proportion to its rate alone, timed until the last finishes:
 //            a dimension that shares a NIC, a bus or cores with another is slower there,
 //            and that rate is the one the schedule meets, since Themis keeps every
-//            dimension busy.
+//            dimension busy. Only a clear slowdown (shared_slowdown) counts: independent
+//            dimensions keep their rates alone, the less noisy measurement.
 //   pattern  one exchange: every rank sends B bytes on each dimension of the phase, split
 //            evenly over the peers of its group (all of its links at once, as the cost
 //            model's per-rank bandwidth means), and receives as much.
@@ -46,10 +47,14 @@ struct CalibrationSettings {
     size_t max_bytes = 16 << 20;  // largest exchange
     size_t latency_bytes = 8;     // the small exchange that measures latency
     int repetitions = 5;
+    // Dimensions count as sharing a resource when, busy together, one of them runs this
+    // many times slower than alone; otherwise each keeps its rate alone.
+    double shared_slowdown = 1.25;
 };
 
 struct DimensionRates {
-    double bandwidth = 0;       // bytes/s per rank with every measured dimension busy
+    double bandwidth = 0;       // bytes/s per rank with every measured dimension busy (the
+                                // rate alone unless they share a resource, see phases)
     double bandwidth_alone = 0; // bytes/s per rank with this dimension alone
     double latency = 0;         // seconds per step
     size_t exchange_bytes = 0;  // B of the bandwidth exchanges
@@ -105,7 +110,8 @@ const char *rate_source_name(RateSource s);
 
 // `topo` with the measured rates where the spec did not give them: bandwidth replaced
 // unless `bandwidth_given`, latency unless `latency_given`, only for dimensions with a
-// measurement. Rounded to 4 significant digits so that the spec prints them as they are.
+// measurement. Rounded to 4 significant digits (bandwidth in bits/s) so that the spec
+// prints them as they are.
 Topology with_measured_rates(const Topology &topo, const std::vector<DimensionRates> &rates,
                              bool bandwidth_given, bool latency_given);
 

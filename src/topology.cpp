@@ -59,34 +59,48 @@ Topology Topology::without_latency() const {
 
 namespace {
 
-// Shortest decimal text that reads back to exactly the same double.
-std::string exact(double v) {
+// Shortest decimal text of `number` that gives back exactly `value` through `back`;
+// without an exponent where one of up to 17 digits does.
+template <typename Back> std::string shortest(double number, double value, Back back) {
     char buf[64];
-    for (int prec = 6; prec <= 17; ++prec) {
-        snprintf(buf, sizeof buf, "%.*g", prec, v);
-        if (strtod(buf, nullptr) == v) break;
+    std::string with_exponent;
+    for (int prec = 1; prec <= 17; ++prec) {
+        snprintf(buf, sizeof buf, "%.*g", prec, number);
+        if (back(buf) != value) continue;
+        if (!strchr(buf, 'e')) return buf;
+        if (with_exponent.empty()) with_exponent = buf;
     }
-    return buf;
+    return with_exponent;
 }
 
-// `value` in the first unit (largest first) whose text parses back exactly.
+// A value in units the spec reads, with its unit's number.
 struct Scale {
     const char *name;
     double multiplier, divisor; // value = number x multiplier / divisor
 };
 
+// `value` in the unit (among those where it is at least 1) whose text is shortest and
+// parses back to exactly `value`, the larger unit first among equals: measured rates such
+// as 12987500 B/s print as "103900kbps", not "103.89999999999999Mbps".
 template <typename Parse>
 std::string with_unit(double value, const std::vector<Scale> &units, Parse parse) {
+    std::string best;
     for (const Scale &u : units) {
         const double number = value * u.divisor / u.multiplier;
-        std::string text = exact(number) + u.name;
-        if (number >= 1 && parse(text) == value) return text;
+        if (number < 1) continue;
+        const std::string text = shortest(number, value, [&](const char *digits) {
+            return parse(std::string(digits) + u.name);
+        });
+        if (!text.empty() && (best.empty() || text.size() + strlen(u.name) < best.size()))
+            best = text + u.name;
     }
+    if (!best.empty()) return best;
     // No scaled unit reads back exactly: the unscaled one always does.
     const Scale &plain = units.front().multiplier == 1 && units.front().divisor == 1
                              ? units.front()
                              : units.back();
-    return exact(value) + plain.name;
+    return shortest(value, value, [](const char *digits) { return strtod(digits, nullptr); }) +
+           plain.name;
 }
 
 } // namespace

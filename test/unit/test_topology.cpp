@@ -204,6 +204,19 @@ TEST(TopologySpec, ToSpecParsesBackToTheSameTopology) {
     }
 }
 
+TEST(TopologySpec, ToSpecPrintsMeasuredRatesShortWithoutExponents) {
+    // Rates as calibration rounds them (4 significant digits of bits/s and of seconds):
+    // the shortest text that reads back exactly, never with an exponent ("4.855e+04ns").
+    const Topology t({themis_test::dim(2, 103.9e6 / 8, 48.55e-6),
+                      themis_test::dim(2, 12987500.0, 1.868e-4)});
+    const std::string spec = t.to_spec();
+    const std::string rates = spec.substr(0, spec.find(":alg"));
+    EXPECT_EQ(rates.find('e'), std::string::npos) << spec;
+    EXPECT_LE(rates.size(), std::string("2x2:bw=103900kbps,103900kbps:lat=48550ns,186800ns").size())
+        << spec;
+    EXPECT_EQ(parse_topology(spec), t);
+}
+
 TEST(TopologySpec, ToSpecRoundTripsRandomBitPatterns) {
     std::mt19937_64 rng(7);
     for (int i = 0; i < 200; ++i) {
