@@ -1,0 +1,234 @@
+// calibration_file: measured rates kept in a file (see calibration_file.h).
+#include "calibration_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <sstream>
+
+namespace themis {
+
+namespace {
+
+const char *const header = "themis-calibration 1";
+const char *const time_format = "%Y-%m-%dT%H:%M:%SZ";
+// Entries are about a hundred bytes: anything larger is no calibration file (and a
+// device such as /dev/zero never ends).
+const size_t max_file_bytes = 16 << 20;
+
+// 64-bit FNV-1a over whole fields. A local one: topology.cpp and plan_cache.cpp hash
+// binary values inline, and this key must stay stable across builds, so it hashes text.
+class FieldHash {
+  public:
+    void add(const std::string &field) {
+        for (unsigned char c : field) mix(c);
+        mix(0); // a terminator, so that "ab","c" and "a","bc" differ
+    }
+    uint64_t value() const { return hash_; }
+
+  private:
+    void mix(unsigned char c) { hash_ = (hash_ ^ c) * 1099511628211ull; }
+    uint64_t hash_ = 1469598103934665603ull;
+};
+
+std::string sizes_text(const Topology &topo) {
+    std::string text;
+    for (int d = 0; d < topo.num_dims(); ++d)
+        text += (d ? "x" : "") + std::to_string(topo.dim(d).peers);
+    return text;
+}
+
+bool same_sizes_and_algorithms(const Topology &a, const Topology &b) {
+    if (a.num_dims() != b.num_dims()) return false;
+    for (int d = 0; d < a.num_dims(); ++d)
+        if (a.dim(d).peers != b.dim(d).peers || a.dim(d).algorithm != b.dim(d).algorithm)
+            return false;
+    return true;
+}
+
+std::string utc_text(std::time_t t) {
+    std::tm utc{};
+    char text[32];
+    if (!gmtime_r(&t, &utc) || std::strftime(text, sizeof text, time_format, &utc) == 0)
+        throw CalibrationFileError("cannot format the time " + std::to_string(t));
+    return text;
+}
+
+bool is_utc_text(const std::string &text) {
+    std::tm utc{};
+    const char *end = strptime(text.c_str(), time_format, &utc);
+    return end && *end == '\0';
+}
+
+std::string with_errno(const std::string &what) { return what + ": " + std::strerror(errno); }
+
+// The file's contents; nullopt when it does not exist.
+std::optional<std::string> read_text(const std::string &path) {
+    std::unique_ptr<std::FILE, decltype(&std::fclose)> file(std::fopen(path.c_str(), "rb"),
+                                                            &std::fclose);
+    if (!file) {
+        if (errno == ENOENT) return std::nullopt;
+        throw CalibrationFileError(with_errno(path + ": cannot open"));
+    }
+    std::string text;
+    char buffer[4096];
+    size_t n;
+    while ((n = std::fread(buffer, 1, sizeof buffer, file.get())) > 0) {
+        text.append(buffer, n);
+        if (text.size() > max_file_bytes)
+            throw CalibrationFileError(path + ": larger than " + std::to_string(max_file_bytes) +
+                                       " bytes, not a calibration file");
+    }
+    if (std::ferror(file.get())) throw CalibrationFileError(with_errno(path + ": cannot read"));
+    return text;
+}
+
+// Every field between single spaces, empty ones included.
+std::vector<std::string> split_fields(const std::string &line) {
+    std::vector<std::string> fields;
+    size_t start = 0;
+    for (size_t space; (space = line.find(' ', start)) != std::string::npos; start = space + 1)
+        fields.push_back(line.substr(start, space - start));
+    fields.push_back(line.substr(start));
+    return fields;
+}
+
+// One entry line; throws CalibrationFileError naming `where` (path:line).
+std::pair<std::string, CalibrationEntry> parse_entry(const std::string &line,
+                                                     const std::string &where) {
+    const std::vector<std::string> fields = split_fields(line);
+    if (fields.size() != 3 || std::find(fields.begin(), fields.end(), "") != fields.end())
+        throw CalibrationFileError(where +
+                                   ": expected \"KEY SPEC WRITTEN\" separated by single spaces");
+    try {
+        parse_topology(fields[1]);
+    } catch (const SpecError &e) {
+        throw CalibrationFileError(where + ": the spec does not parse: " + e.what());
+    }
+    if (!is_utc_text(fields[2]))
+        throw CalibrationFileError(where + ": expected a UTC time such as " +
+                                   "2024-05-01T12:34:56Z, got \"" + fields[2] + "\"");
+    return {fields[0], CalibrationEntry{fields[1], fields[2]}};
+}
+
+CalibrationEntries parse_entries(const std::string &text, const std::string &path) {
+    CalibrationEntries entries;
+    std::istringstream in(text);
+    std::string line;
+    for (int number = 1; std::getline(in, line); ++number) {
+        const std::string where = path + ":" + std::to_string(number);
+        if (number == 1) {
+            if (line != header)
+                throw CalibrationFileError(where + ": expected the header \"" + header +
+                                           "\" (another format or version?)");
+            continue;
+        }
+        auto [key, entry] = parse_entry(line, where);
+        if (!entries.try_emplace(key, std::move(entry)).second)
+            throw CalibrationFileError(where + ": a second entry for the key " + key);
+    }
+    return entries;
+}
+
+std::string format_entries(const CalibrationEntries &entries) {
+    std::string text = std::string(header) + "\n";
+    for (const auto &[key, entry] : entries)
+        text += key + " " + entry.spec + " " + entry.written + "\n";
+    return text;
+}
+
+// A new, empty file next to `path` (so that renaming it over `path` stays on one file
+// system), created with O_EXCL under a name no other writer picks; its mode follows the
+// umask, as the file's would.
+std::pair<int, std::string> create_temporary(const std::string &path) {
+    std::random_device random;
+    const int attempts = 100; // O_EXCL fails only for a name taken: try another
+    for (int attempt = 1;; ++attempt) {
+        std::ostringstream name;
+        name << path << ".tmp." << getpid() << "." << std::hex << random();
+        const int fd = ::open(name.str().c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd >= 0) return {fd, name.str()};
+        if (errno != EEXIST || attempt == attempts)
+            throw CalibrationFileError(with_errno(path + ": cannot create " + name.str()));
+    }
+}
+
+bool write_all(int fd, const std::string &text) {
+    for (size_t done = 0; done < text.size();) {
+        const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+        if (n < 0 && errno != EINTR) return false;
+        if (n > 0) done += static_cast<size_t>(n);
+    }
+    return true;
+}
+
+// Replaces the file's contents at once: readers see the old file or the new one.
+void replace_file(const std::string &path, const std::string &text) {
+    const auto [fd, temporary] = create_temporary(path);
+    std::string failure;
+    if (!write_all(fd, text)) failure = with_errno("cannot write " + temporary);
+    // On disk before the rename: a crash then must not leave an empty file in its place.
+    else if (::fsync(fd) != 0) failure = with_errno("cannot flush " + temporary);
+    if (::close(fd) != 0 && failure.empty()) failure = with_errno("cannot close " + temporary);
+    if (failure.empty() && std::rename(temporary.c_str(), path.c_str()) != 0)
+        failure = with_errno("cannot rename " + temporary + " over it");
+    if (failure.empty()) return;
+    ::unlink(temporary.c_str());
+    throw CalibrationFileError(path + ": " + failure);
+}
+
+} // namespace
+
+std::string calibration_key(const Topology &layout,
+                            const std::vector<std::string> &host_at_position) {
+    if (host_at_position.size() != static_cast<size_t>(layout.size()))
+        throw std::invalid_argument("calibration_key: " + std::to_string(host_at_position.size()) +
+                                    " hostnames for " + std::to_string(layout.size()) +
+                                    " positions");
+    FieldHash hash;
+    hash.add(sizes_text(layout));
+    for (const Dimension &d : layout.dims()) hash.add(algorithm_name(d.algorithm));
+    for (const std::string &host : host_at_position) hash.add(host);
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash.value()));
+    return sizes_text(layout) + "-" + hex;
+}
+
+CalibrationEntries read_calibration_file(const std::string &path) {
+    const std::optional<std::string> text = read_text(path);
+    return text ? parse_entries(*text, path) : CalibrationEntries();
+}
+
+void write_calibration_entry(const std::string &path, const std::string &key,
+                             const Topology &measured, std::time_t written) {
+    if (key.empty() || key.find_first_of(" \n") != std::string::npos)
+        throw std::invalid_argument("calibration key \"" + key + "\" is empty or holds a space");
+    CalibrationEntries entries;
+    if (const std::optional<std::string> text = read_text(path)) {
+        try {
+            entries = parse_entries(*text, path);
+        } catch (const CalibrationFileError &) {
+            // Malformed (or another format): replaced whole by a file of this entry.
+        }
+    }
+    entries[key] = CalibrationEntry{measured.to_spec(), utc_text(written)};
+    replace_file(path, format_entries(entries));
+}
+
+std::optional<Topology> cached_topology(const CalibrationEntries &entries,
+                                        const std::string &key, const Topology &layout) {
+    const auto found = entries.find(key);
+    if (found == entries.end()) return std::nullopt;
+    Topology cached = parse_topology(found->second.spec);
+    if (!same_sizes_and_algorithms(cached, layout)) return std::nullopt;
+    return cached;
+}
+
+} // namespace themis

@@ -1,0 +1,78 @@
+// calibration_file: measured dimension rates kept in a file for later jobs.
+//
+// Calibration (calibration.h) costs about half a second per layout and communicator;
+// coll_themis_calibration_file names a file where the measured topology is kept, so a
+// later job on the same hosts, laid out the same way, plans with those numbers at once.
+//
+// The file is text, one entry per line, sorted by key:
+//
+//   themis-calibration 1
+//   KEY SPEC WRITTEN
+//   ...
+//
+//   KEY      calibration_key(): the dimension sizes, then a hash of the sizes, the
+//            algorithms and every position's hostname, e.g. "2x2x2-3f0c9a1b5d7e2468".
+//   SPEC     the measured topology in the dimension spec syntax (Topology::to_spec()),
+//            e.g. "2x4:bw=100Gbps,25GB/s:lat=2us,700ns:alg=ring,hd".
+//   WRITTEN  when it was measured, UTC, e.g. "2024-05-01T12:34:56Z" (for people: a
+//            network that changed calls for deleting the entry or the file).
+//
+// Fields are separated by one space and hold none. An empty file has no entries. A file
+// whose header differs (another format version) or with any other line is rejected as a
+// whole; writing an entry then replaces it.
+//
+// Writers replace the file by renaming a complete temporary file over it, so a reader
+// (or a concurrent writer, one per node) never sees a torn file. Two jobs that write
+// different keys at the same moment may lose one of the two entries; that job measures
+// again next time.
+#pragma once
+
+#include <ctime>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "topology.h"
+
+namespace themis {
+
+// A file that cannot be read, written or understood: what() names the path, the line
+// where there is one, and what is wrong.
+class CalibrationFileError : public std::runtime_error {
+  public:
+    using std::runtime_error::runtime_error;
+};
+
+struct CalibrationEntry {
+    std::string spec;    // the measured topology (parses with parse_topology)
+    std::string written; // e.g. "2024-05-01T12:34:56Z"
+};
+
+// key -> entry
+using CalibrationEntries = std::map<std::string, CalibrationEntry>;
+
+// The key of `layout` (its sizes and algorithms; not its rates, which are what the file
+// keeps) on these hosts: host_at_position[p] is the hostname of the rank at topology
+// position p. Throws std::invalid_argument when there is not one hostname per position.
+std::string calibration_key(const Topology &layout,
+                            const std::vector<std::string> &host_at_position);
+
+// The entries of the file at `path`; none when the file does not exist. Throws
+// CalibrationFileError when it cannot be read or is malformed (see the format above; every
+// SPEC must parse).
+CalibrationEntries read_calibration_file(const std::string &path);
+
+// Sets `key`'s entry to `measured`, written at `written`, keeping the other entries (all
+// of them dropped when the existing file is malformed). Throws CalibrationFileError when
+// the existing file cannot be read or the new one cannot be written.
+void write_calibration_entry(const std::string &path, const std::string &key,
+                             const Topology &measured, std::time_t written = std::time(nullptr));
+
+// The topology cached under `key`, when its sizes and algorithms are those of `layout`;
+// nullopt when there is no entry or it is stale.
+std::optional<Topology> cached_topology(const CalibrationEntries &entries,
+                                        const std::string &key, const Topology &layout);
+
+} // namespace themis

@@ -1,0 +1,275 @@
+// Unit tests of src/calibration_file: the key, the file format (written, read back,
+// rejected with the line named), stale entries, and replacement by rename.
+#include <gtest/gtest.h>
+
+#include <stdlib.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "calibration_file.h"
+
+using namespace themis;
+namespace fs = std::filesystem;
+
+namespace {
+
+// 2024-05-01T12:34:56Z
+const std::time_t may_first = 1714566896;
+
+// A fresh directory per test, removed with everything in it afterwards.
+class CalibrationFile : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        std::string pattern = (fs::temp_directory_path() / "themis-calibration-XXXXXX").string();
+        ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+        dir_ = pattern;
+        path_ = (dir_ / "calibration").string();
+    }
+    void TearDown() override { fs::remove_all(dir_); }
+
+    void write_text(const std::string &text) { std::ofstream(path_) << text; }
+    std::string read_text() const {
+        std::ifstream in(path_);
+        return std::string(std::istreambuf_iterator<char>(in), {});
+    }
+    std::vector<std::string> names_in_dir() const {
+        std::vector<std::string> names;
+        for (const auto &entry : fs::directory_iterator(dir_))
+            names.push_back(entry.path().filename().string());
+        return names;
+    }
+    // The message of the CalibrationFileError that reading throws ("" when none).
+    std::string read_error() const {
+        try {
+            read_calibration_file(path_);
+        } catch (const CalibrationFileError &e) {
+            return e.what();
+        }
+        return "";
+    }
+
+    fs::path dir_;
+    std::string path_;
+};
+
+const Topology measured_2x4 = parse_topology("2x4:bw=100Gbps,25GB/s:lat=2us,700ns:alg=ring,hd");
+const Topology measured_2x2x2 = parse_topology("2x2x2:bw=40Gbps:lat=1us:alg=ring,hd,direct");
+
+// ---------------------------------------------------------------------------------------
+// Writing and reading back
+
+TEST_F(CalibrationFile, WritesTheDocumentedFormatSortedByKey) {
+    write_calibration_entry(path_, "b-key", measured_2x4, may_first);
+    write_calibration_entry(path_, "a-key", measured_2x2x2, may_first + 60);
+    EXPECT_EQ(read_text(), "themis-calibration 1\n"
+                           "a-key " + measured_2x2x2.to_spec() + " 2024-05-01T12:35:56Z\n"
+                           "b-key " + measured_2x4.to_spec() + " 2024-05-01T12:34:56Z\n");
+}
+
+TEST_F(CalibrationFile, RoundTripsTwoKeysAndReplacesOne) {
+    write_calibration_entry(path_, "k1", measured_2x4, may_first);
+    write_calibration_entry(path_, "k2", measured_2x2x2, may_first);
+    CalibrationEntries entries = read_calibration_file(path_);
+    ASSERT_EQ(entries.size(), 2u);
+    EXPECT_EQ(parse_topology(entries.at("k1").spec), measured_2x4);
+    EXPECT_EQ(parse_topology(entries.at("k2").spec), measured_2x2x2);
+    EXPECT_EQ(entries.at("k1").written, "2024-05-01T12:34:56Z");
+
+    const Topology remeasured = parse_topology("2x4:bw=50Gbps,10GB/s:lat=3us,1us:alg=ring,hd");
+    write_calibration_entry(path_, "k1", remeasured, may_first + 3600);
+    entries = read_calibration_file(path_);
+    ASSERT_EQ(entries.size(), 2u);
+    EXPECT_EQ(parse_topology(entries.at("k1").spec), remeasured);
+    EXPECT_EQ(entries.at("k1").written, "2024-05-01T13:34:56Z");
+    EXPECT_EQ(parse_topology(entries.at("k2").spec), measured_2x2x2);
+}
+
+TEST_F(CalibrationFile, MissingFileHasNoEntries) {
+    EXPECT_TRUE(read_calibration_file(path_).empty());
+    EXPECT_TRUE(read_calibration_file((dir_ / "no-such-dir" / "calibration").string()).empty());
+}
+
+TEST_F(CalibrationFile, EmptyFileHasNoEntries) {
+    write_text("");
+    EXPECT_TRUE(read_calibration_file(path_).empty());
+    write_text("themis-calibration 1\n");
+    EXPECT_TRUE(read_calibration_file(path_).empty());
+}
+
+TEST_F(CalibrationFile, AcceptsALastLineWithoutNewline) {
+    write_text("themis-calibration 1\nk " + measured_2x4.to_spec() + " 2024-05-01T12:34:56Z");
+    EXPECT_EQ(read_calibration_file(path_).size(), 1u);
+}
+
+// ---------------------------------------------------------------------------------------
+// Rejected files: the message names the path and the line
+
+TEST_F(CalibrationFile, WrongHeaderOrVersionNamesLineOne) {
+    for (const char *first : {"themis-calibration 2", "themis-calibration", "k 2x2 x"}) {
+        write_text(std::string(first) + "\n");
+        EXPECT_NE(read_error().find(path_ + ":1: expected the header"), std::string::npos)
+            << first << ": " << read_error();
+    }
+}
+
+TEST_F(CalibrationFile, MalformedLineNamesItsLine) {
+    const std::string good = "k1 " + measured_2x4.to_spec() + " 2024-05-01T12:34:56Z";
+    const std::vector<std::pair<std::string, std::string>> bad = {
+        {"", "expected \"KEY SPEC WRITTEN\""},
+        {"k2 " + measured_2x4.to_spec(), "expected \"KEY SPEC WRITTEN\""},
+        {"k2  " + measured_2x4.to_spec() + " 2024-05-01T12:34:56Z", "expected \"KEY SPEC"},
+        {"k2 " + measured_2x4.to_spec() + " 2024-05-01T12:34:56Z extra", "expected \"KEY SPEC"},
+        {"k2 " + measured_2x4.to_spec() + " 2024-05-01T12:34:56Z ", "expected \"KEY SPEC"},
+        {"k2 2x:bw=1Gbps 2024-05-01T12:34:56Z", "the spec does not parse: dimension 1 peers"},
+        {"k2 2x2:bw=fast 2024-05-01T12:34:56Z", "the spec does not parse"},
+        {"k2 2x2 yesterday", "expected a UTC time"},
+        {"k2 2x2 2024-05-01T12:34:56", "expected a UTC time"},
+        {good, "a second entry for the key k1"},
+    };
+    for (const auto &[line, message] : bad) {
+        write_text("themis-calibration 1\n" + good + "\n" + line +
+                   "\nk3 2x2 2024-05-01T12:34:56Z\n");
+        const std::string error = read_error();
+        EXPECT_NE(error.find(path_ + ":3: " + message), std::string::npos)
+            << "line \"" << line << "\": " << error;
+    }
+}
+
+TEST_F(CalibrationFile, UnreadableFileIsAnError) {
+    fs::create_directory(path_); // opens, but cannot be read
+    EXPECT_NE(read_error().find(path_ + ": cannot read"), std::string::npos) << read_error();
+}
+
+// ---------------------------------------------------------------------------------------
+// Replacement by rename
+
+TEST_F(CalibrationFile, WritingReplacesAMalformedFileWhole) {
+    write_text("themis-calibration 0\nold entry\n");
+    write_calibration_entry(path_, "k", measured_2x4, may_first);
+    const CalibrationEntries entries = read_calibration_file(path_);
+    ASSERT_EQ(entries.size(), 1u);
+    EXPECT_EQ(parse_topology(entries.at("k").spec), measured_2x4);
+}
+
+TEST_F(CalibrationFile, LeavesNoTemporaryFiles) {
+    for (int i = 0; i < 5; ++i)
+        write_calibration_entry(path_, "k" + std::to_string(i % 2), measured_2x4, may_first);
+    EXPECT_EQ(names_in_dir(), std::vector<std::string>{"calibration"});
+}
+
+TEST_F(CalibrationFile, FailedWriteThrowsAndLeavesNothing) {
+    const std::string in_missing_dir = (dir_ / "no-such-dir" / "calibration").string();
+    try {
+        write_calibration_entry(in_missing_dir, "k", measured_2x4);
+        FAIL() << "no error";
+    } catch (const CalibrationFileError &e) {
+        EXPECT_NE(std::string(e.what()).find(in_missing_dir + ": cannot create"), std::string::npos)
+            << e.what();
+    }
+    EXPECT_TRUE(names_in_dir().empty());
+
+    // Renaming over a directory fails after the temporary file was written.
+    fs::create_directory(path_);
+    fs::create_directory(dir_ / "calibration" / "occupied");
+    EXPECT_THROW(write_calibration_entry(path_, "k", measured_2x4), CalibrationFileError);
+    EXPECT_EQ(names_in_dir(), std::vector<std::string>{"calibration"});
+}
+
+TEST_F(CalibrationFile, RejectsAKeyThatWouldBreakTheFormat) {
+    EXPECT_THROW(write_calibration_entry(path_, "", measured_2x4), std::invalid_argument);
+    EXPECT_THROW(write_calibration_entry(path_, "a b", measured_2x4), std::invalid_argument);
+    EXPECT_TRUE(names_in_dir().empty());
+}
+
+TEST_F(CalibrationFile, ConcurrentWritersNeverShowATornFile) {
+    // One writer per node writes the same entry; a reader meanwhile sees a whole file.
+    const int num_writers = 4;
+    std::atomic<int> finished{0};
+    std::vector<std::thread> writers;
+    for (int w = 0; w < num_writers; ++w)
+        writers.emplace_back([&] {
+            for (int i = 0; i < 50; ++i)
+                write_calibration_entry(path_, "k", measured_2x2x2, may_first);
+            ++finished;
+        });
+    while (finished < num_writers) {
+        const CalibrationEntries entries = read_calibration_file(path_);
+        if (!entries.empty()) {
+            EXPECT_EQ(entries.at("k").spec, measured_2x2x2.to_spec());
+        }
+    }
+    for (auto &t : writers) t.join();
+    EXPECT_EQ(read_calibration_file(path_).size(), 1u);
+    EXPECT_EQ(names_in_dir(), std::vector<std::string>{"calibration"});
+}
+
+// ---------------------------------------------------------------------------------------
+// The key
+
+const std::vector<std::string> hosts_2x4 = {"n0", "n0", "n1", "n1", "n2", "n2", "n3", "n3"};
+
+TEST(CalibrationFileKey, StartsWithTheSizesAndIsStable) {
+    const std::string key = calibration_key(measured_2x4, hosts_2x4);
+    EXPECT_EQ(key.rfind("2x4-", 0), 0u) << key;
+    EXPECT_EQ(key.size(), 4u + 16u) << key;
+    EXPECT_EQ(key.find_first_not_of("0123456789abcdef", 4), std::string::npos) << key;
+    EXPECT_EQ(calibration_key(measured_2x4, hosts_2x4), key);
+    // The same in every build and release (a change orphans every file's entries): 64-bit
+    // FNV-1a of "2x4", "ring", "hd", the eight hostnames, each ended by a zero byte.
+    EXPECT_EQ(key, "2x4-2df8e3e194b6603f");
+}
+
+TEST(CalibrationFileKey, ChangesWithAnyHostnameOrTheirOrder) {
+    const std::string key = calibration_key(measured_2x4, hosts_2x4);
+    for (size_t p = 0; p < hosts_2x4.size(); ++p) {
+        auto hosts = hosts_2x4;
+        hosts[p] = "n9";
+        EXPECT_NE(calibration_key(measured_2x4, hosts), key) << "position " << p;
+    }
+    auto swapped = hosts_2x4;
+    std::swap(swapped[1], swapped[2]);
+    EXPECT_NE(calibration_key(measured_2x4, swapped), key);
+    // Field boundaries count: "n0","n0n1" is not "n0n0","n1".
+    auto joined = hosts_2x4;
+    joined[0] = "n0n0";
+    joined[1] = "";
+    EXPECT_NE(calibration_key(measured_2x4, joined), key);
+}
+
+TEST(CalibrationFileKey, ChangesWithSizesAndAlgorithmsNotRates) {
+    const std::string key = calibration_key(measured_2x4, hosts_2x4);
+    EXPECT_NE(calibration_key(parse_topology("4x2:alg=ring,hd"), hosts_2x4), key);
+    EXPECT_NE(calibration_key(parse_topology("8:alg=ring"), hosts_2x4), key);
+    EXPECT_NE(calibration_key(parse_topology("2x4:alg=hd,hd"), hosts_2x4), key);
+    EXPECT_NE(calibration_key(parse_topology("2x4:alg=ring,direct"), hosts_2x4), key);
+    EXPECT_EQ(calibration_key(parse_topology("2x4:alg=ring,hd"), hosts_2x4), key);
+    EXPECT_EQ(calibration_key(parse_topology("2x4:bw=1Gbps:lat=9ms:alg=ring,hd"), hosts_2x4), key);
+}
+
+TEST(CalibrationFileKey, NeedsOneHostnamePerPosition) {
+    EXPECT_THROW(calibration_key(measured_2x4, {"n0"}), std::invalid_argument);
+}
+
+// ---------------------------------------------------------------------------------------
+// Cached topologies
+
+TEST(CalibrationFileCached, ReturnsTheMeasuredRatesForTheSameLayout) {
+    const CalibrationEntries entries = {{"k", {measured_2x4.to_spec(), "2024-05-01T12:34:56Z"}}};
+    const std::optional<Topology> cached =
+        cached_topology(entries, "k", parse_topology("2x4:alg=ring,hd"));
+    ASSERT_TRUE(cached);
+    EXPECT_EQ(*cached, measured_2x4);
+}
+
+TEST(CalibrationFileCached, MissingOrStaleEntryIsNone) {
+    const CalibrationEntries entries = {{"k", {measured_2x4.to_spec(), "2024-05-01T12:34:56Z"}}};
+    EXPECT_FALSE(cached_topology(entries, "other", parse_topology("2x4:alg=ring,hd")));
+    EXPECT_FALSE(cached_topology(entries, "k", parse_topology("4x2:alg=ring,hd")));
+    EXPECT_FALSE(cached_topology(entries, "k", parse_topology("2x4x1:alg=ring,hd,ring")));
+    EXPECT_FALSE(cached_topology(entries, "k", parse_topology("2x4:alg=ring,ring")));
+}
+
+} // namespace
