@@ -35,6 +35,19 @@ struct PendingDimension {
 
 } // namespace
 
+ExchangePeers exchange_peers(const Dimension &dim, int me) {
+    const int n = dim.peers;
+    switch (dim.algorithm) {
+    case Algorithm::Ring: return {{(me + 1) % n}, {(me + n - 1) % n}};
+    case Algorithm::HalvingDoubling: return {{me ^ 1}, {me ^ 1}};
+    case Algorithm::Direct: break;
+    }
+    ExchangePeers all;
+    for (int c = 0; c < n; ++c)
+        if (c != me) all.to.push_back(c), all.from.push_back(c);
+    return all;
+}
+
 CalibrationExchange::CalibrationExchange(const Topology &topo, int position, Transport &transport)
     : topo_(topo), position_(position), transport_(transport), send_(topo.num_dims()),
       recv_(topo.num_dims()) {}
@@ -43,16 +56,17 @@ std::vector<double> CalibrationExchange::run(const std::vector<int> &dims,
                                              const std::vector<size_t> &bytes) {
     std::vector<PendingDimension> pending;
     for (size_t i = 0; i < dims.size(); ++i) {
-        const int d = dims[i], peers = topo_.dim(d).peers, me = topo_.coord(position_, d);
-        // Every peer gets an equal share, so the rank's links of the dimension all carry data.
-        const size_t share = std::max<size_t>(1, (bytes[i] + peers - 2) / (peers - 1));
+        const int d = dims[i];
+        const ExchangePeers peers = exchange_peers(topo_.dim(d), topo_.coord(position_, d));
+        // The bytes are split evenly over the peers the rank sends to.
+        const size_t share = std::max<size_t>(1, (bytes[i] + peers.to.size() - 1) / peers.to.size());
         send_[d].resize(std::max(send_[d].size(), share));
-        recv_[d].resize(std::max(recv_[d].size(), share * (peers - 1)));
+        recv_[d].resize(std::max(recv_[d].size(), share * peers.from.size()));
         PendingDimension p{d, {}, now(), 0};
-        for (int c = 0, slot = 0; c < peers; ++c) {
-            if (c == me) continue;
-            p.requests.push_back(transport_.irecv(d, c, recv_[d].data() + share * slot++, share,
-                                                  kCalibrationTag));
+        for (size_t k = 0; k < peers.from.size(); ++k)
+            p.requests.push_back(transport_.irecv(d, peers.from[k], recv_[d].data() + share * k,
+                                                  share, kCalibrationTag));
+        for (int c : peers.to) {
             p.requests.push_back(transport_.isend(d, c, send_[d].data(), share, kCalibrationTag));
             bytes_sent_ += share;
         }
@@ -83,7 +97,9 @@ std::vector<double> CalibrationExchange::run(const std::vector<int> &dims,
 size_t next_exchange_bytes(size_t bytes, double seconds, double target_seconds,
                            size_t max_bytes) {
     if (seconds >= target_seconds / 2 || bytes >= max_bytes) return bytes;
-    const double factor = std::clamp(target_seconds / std::max(seconds, 1e-9), 2.0, 16.0);
+    // At most x4 a step: a shaper's burst or a fast first message would make a larger
+    // jump overshoot the target many times (64 KiB in 2 ms, then 1 MiB in 100 ms).
+    const double factor = std::clamp(target_seconds / std::max(seconds, 1e-9), 2.0, 4.0);
     size_t next = bytes * 2; // bytes is a power of two, or max_bytes
     while (double(next) * 2 <= double(bytes) * factor) next <<= 1;
     return std::min(next, max_bytes);
@@ -106,30 +122,41 @@ namespace {
 struct PhaseTimes {
     std::vector<size_t> bytes;
     std::vector<double> large, small; // indexed like `dims`
+    double ended = 0;                 // agreed: seconds since `since` when the phase ended
 };
 
 PhaseTimes measure_phase(CalibrationExchange &exchange, const std::vector<int> &dims,
                          const std::vector<double> &weight, bool joint, const AgreeMax &agree,
-                         const CalibrationSettings &s, double target_seconds) {
+                         const CalibrationSettings &s, double phase_seconds, double since) {
     auto sizes = [&](size_t bytes) {
         std::vector<size_t> out;
         for (double w : weight) out.push_back(std::max(s.latency_bytes, size_t(double(bytes) * w)));
         return out;
     };
-    // Grow the exchange until it takes about its share of the budget; the times are
-    // agreed, so every rank takes the same sizes.
+    // Grow the exchange until it takes about its share of the phase: the probing ones add
+    // up to about two of the final size, then come the repetitions. The times are agreed,
+    // so every rank takes the same sizes and counts the same time spent.
+    const double target = phase_seconds / double(s.repetitions + 2);
     size_t bytes = s.min_bytes;
+    double spent = 0, last = 0;
     for (;;) {
         std::vector<double> t = exchange.run(dims, sizes(bytes));
         agree(t);
-        const size_t next = next_exchange_bytes(bytes, *std::max_element(t.begin(), t.end()),
-                                                target_seconds, s.max_bytes);
+        last = *std::max_element(t.begin(), t.end());
+        spent += last;
+        const size_t next = next_exchange_bytes(bytes, last, target, s.max_bytes);
         if (next == bytes) break;
         bytes = next;
     }
+    // As many repetitions as the phase has time left for (the final size may overshoot its
+    // target up to twice), but at least three for a median; after one untimed exchange:
+    // while the ranks agreed, a traffic shaper's token bucket refilled, and the first
+    // exchange after an idle moment runs faster than the link's rate.
+    const int repetitions =
+        std::clamp(int((phase_seconds - spent) / std::max(last, 1e-9)) - 1, 3, s.repetitions);
     auto medians = [&](const std::vector<size_t> &size) {
         std::vector<std::vector<double>> runs(dims.size());
-        for (int r = 0; r < s.repetitions; ++r) {
+        for (int r = 0; r < repetitions; ++r) {
             const std::vector<double> t = exchange.run(dims, size);
             const double all = *std::max_element(t.begin(), t.end());
             for (size_t i = 0; i < dims.size(); ++i) runs[i].push_back(joint ? all : t[dims[i]]);
@@ -139,12 +166,15 @@ PhaseTimes measure_phase(CalibrationExchange &exchange, const std::vector<int> &
         return out;
     };
     PhaseTimes times{sizes(bytes), {}, {}};
+    exchange.run(dims, times.bytes);
     std::vector<double> both = medians(times.bytes),
                         small = medians(std::vector<size_t>(dims.size(), s.latency_bytes));
     both.insert(both.end(), small.begin(), small.end());
+    both.push_back(now() - since);
     agree(both);
     times.large.assign(both.begin(), both.begin() + dims.size());
-    times.small.assign(both.begin() + dims.size(), both.end());
+    times.small.assign(both.begin() + dims.size(), both.end() - 1);
+    times.ended = both.back();
     return times;
 }
 
@@ -165,17 +195,31 @@ CalibrationResult calibrate(const Topology &topo, int position, Transport &trans
     result.dims.assign(topo.num_dims(), DimensionRates());
     if (measured.empty()) return result;
 
-    // One phase per dimension, and one for all at once. Each phase's exchanges: a few
-    // probing ones, adding up to about two of the final size, then the repetitions of the
-    // large one; three more shares for the small ones, the agreements and the final size
-    // overshooting its target (measured on the emulated network: 0.42-0.54 s of a 0.5 s
-    // budget with two).
+    // One phase per dimension, and one for all at once. Each phase takes an equal share of
+    // what is left of the budget (agreed, so the same on every rank): what the small
+    // exchanges, the agreements and ranks starting late cost beyond the timed exchanges
+    // (about 0.3 s on the emulated network of a 2-core machine) comes out of the later ones.
     const size_t phases = measured.size() + (measured.size() > 1);
-    const double target = settings.budget_seconds / double(phases) / double(settings.repetitions + 5);
+    double ended = 0;
+    // A fifth of the budget is kept for the last phase's own overshoot.
+    auto share = [&](size_t phase) {
+        return std::max(0.0, 0.8 * settings.budget_seconds - ended) / double(phases - phase);
+    };
 
+    // One untimed exchange with every peer first: a transport that connects on first use
+    // (Open MPI's TCP BTL does) would otherwise charge the connections to the first phase,
+    // whose probing would then settle on too small a size. The budget starts after it.
     CalibrationExchange exchange(topo, position, transport);
-    for (int d : measured) {
-        const PhaseTimes t = measure_phase(exchange, {d}, {1.0}, false, agree, settings, target);
+    exchange.run(measured, std::vector<size_t>(measured.size(), settings.latency_bytes));
+    std::vector<double> all_connected = {0};
+    agree(all_connected);
+    const double budget_start = now();
+    result.connect_seconds = budget_start - start;
+    for (size_t i = 0; i < measured.size(); ++i) {
+        const int d = measured[i];
+        const PhaseTimes t =
+            measure_phase(exchange, {d}, {1.0}, false, agree, settings, share(i), budget_start);
+        ended = t.ended;
         DimensionRates &r = result.dims[d];
         r.bandwidth = r.bandwidth_alone =
             bandwidth_of(t.bytes[0], settings.latency_bytes, t.large[0], t.small[0]);
@@ -189,7 +233,8 @@ CalibrationResult calibrate(const Topology &topo, int position, Transport &trans
         for (int d : measured) fastest = std::max(fastest, result.dims[d].bandwidth_alone);
         std::vector<double> weight;
         for (int d : measured) weight.push_back(result.dims[d].bandwidth_alone / fastest);
-        const PhaseTimes t = measure_phase(exchange, measured, weight, true, agree, settings, target);
+        const PhaseTimes t = measure_phase(exchange, measured, weight, true, agree, settings,
+                                           share(measured.size()), budget_start);
         // Independent dimensions finish together at their rates alone; only a clear
         // slowdown (a shared NIC or bus) replaces those rates, since a joint exchange on a
         // busy machine is also the noisiest measurement.

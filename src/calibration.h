@@ -10,24 +10,32 @@
 //            and that rate is the one the schedule meets, since Themis keeps every
 //            dimension busy. Only a clear slowdown (shared_slowdown) counts: independent
 //            dimensions keep their rates alone, the less noisy measurement.
-//   pattern  one exchange: every rank sends B bytes on each dimension of the phase, split
-//            evenly over the peers of its group (all of its links at once, as the cost
-//            model's per-rank bandwidth means), and receives as much.
+//   pattern  one exchange: every rank sends B bytes on each dimension of the phase, and
+//            receives as much, with the peers the dimension's algorithm talks to in one
+//            step: its ring neighbours (ring), its partner (hd: partners differ in the
+//            lowest bit, any step moves data alike), or every peer at once (direct), B
+//            split evenly over them. A pattern the algorithm never makes could measure
+//            what the collectives never meet: every peer at once on a hd dimension of the
+//            emulated network overflows the receivers' shapers (incast), TCP waits out its
+//            200 ms retransmission timeout and the rate reads at half.
 //   sizes    B starts at min_bytes and grows until an exchange takes about its share of the
 //            time budget (or reaches max_bytes); then `repetitions` exchanges of B and of
 //            latency_bytes. The first exchanges drain a shaper's burst allowance and open
 //            TCP's window, so the repeated ones see the steady rate.
-//   noise    per rank the median of the repetitions, then the maximum over ranks (a stage
-//            ends when its slowest rank does); latency = the small exchange's time,
-//            bandwidth = (B - latency_bytes) / (large time - small time).
-//   agreed   every decision (the next size, the result) follows from values reduced over
-//            all ranks, so every rank measures the same sizes and plans with identical
-//            numbers.
+//   noise    per rank the median of the repetitions (as many as the phase's share of the
+//            budget leaves after probing, 3 to `repetitions`), then the maximum over ranks
+//            (a stage ends when its slowest rank does); latency = the small exchange's
+//            time, bandwidth = (B - latency_bytes) / (large time - small time).
+//   agreed   every decision (the next size, the repetitions, the result) follows from
+//            values reduced over all ranks, so every rank measures the same sizes and plans
+//            with identical numbers.
 //
-// Time: about budget_seconds whatever the number of dimensions (each phase gets its share),
-// plus one small reduction over all ranks per size step and per phase (log P each); a
-// dimension too slow to reach its share at min_bytes takes longer: 1 + 2 x repetitions
-// exchanges of min_bytes per phase. Bytes: per rank about the budget times the rate.
+// Time: about budget_seconds whatever the number of dimensions D (D + 1 phases share it),
+// after one untimed exchange that makes a transport connect its peers first,
+// plus one small reduction over all ranks per size step and per phase (log P steps each),
+// so it grows with log P and not with the number of ranks otherwise; a dimension too slow
+// to reach its share at min_bytes takes longer: 1 + 2 x 3 exchanges of min_bytes per
+// phase. Bytes: per rank about the budget times the rate.
 #pragma once
 
 #include <cstddef>
@@ -63,12 +71,20 @@ struct DimensionRates {
 struct CalibrationResult {
     std::vector<DimensionRates> dims; // per topology dimension; zeros where not measured
     double seconds = 0;               // wall time of the calibration on this rank
+    double connect_seconds = 0;       // of which the first, untimed exchange (connections)
     uint64_t bytes_sent = 0;          // bytes this rank sent
 };
 
 // Collective over every rank of the topology: replaces `values` by their element-wise
 // maximum over the ranks (the same on every rank afterwards).
 using AgreeMax = std::function<void(std::vector<double> &)>;
+
+// The peers a rank at coordinate `me` of `dim` sends to and receives from in one exchange
+// (see the pattern above).
+struct ExchangePeers {
+    std::vector<int> to, from;
+};
+ExchangePeers exchange_peers(const Dimension &dim, int me);
 
 // One exchange on a set of dimensions (see the pattern above), over a Transport.
 class CalibrationExchange {
@@ -96,7 +112,7 @@ CalibrationResult calibrate(const Topology &topo, int position, Transport &trans
 
 // The size of the next probing exchange: `bytes` (a power of two) scaled towards
 // `target_seconds` from the agreed time `seconds` it took, rounded down to a power of two
-// but at least doubled, at most x16, capped at max_bytes; `bytes` itself once it took at
+// but at least doubled, at most x4, capped at max_bytes; `bytes` itself once it took at
 // least half the target or reached the cap.
 size_t next_exchange_bytes(size_t bytes, double seconds, double target_seconds,
                            size_t max_bytes);

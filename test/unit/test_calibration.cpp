@@ -153,10 +153,10 @@ void expect_identical_rates(const std::vector<CalibrationResult> &results) {
 } // namespace
 
 TEST(CalibrationSizing, GrowsTowardsTheTargetInPowersOfTwo) {
-    // 64 KiB took 1 ms, the target is 20 ms: x16 at most -> 1 MiB.
-    EXPECT_EQ(next_exchange_bytes(64 << 10, 1e-3, 20e-3, 16 << 20), size_t(1) << 20);
-    // 64 KiB took 4 ms, target 20 ms: x5 -> 320 KiB, rounded down to 256 KiB.
-    EXPECT_EQ(next_exchange_bytes(64 << 10, 4e-3, 20e-3, 16 << 20), size_t(256) << 10);
+    // 64 KiB took 1 ms, the target is 20 ms: x4 at most -> 256 KiB.
+    EXPECT_EQ(next_exchange_bytes(64 << 10, 1e-3, 20e-3, 16 << 20), size_t(256) << 10);
+    // 64 KiB took 6 ms, target 20 ms: x3.3 -> 213 KiB, rounded down to 128 KiB.
+    EXPECT_EQ(next_exchange_bytes(64 << 10, 6e-3, 20e-3, 16 << 20), size_t(128) << 10);
     // 64 KiB took 9 ms, target 20 ms: x2.2, at least doubled.
     EXPECT_EQ(next_exchange_bytes(64 << 10, 9e-3, 20e-3, 16 << 20), size_t(128) << 10);
     // Half the target reached, or the cap: stays.
