@@ -13,7 +13,11 @@
 # setting, e.g. "--mca coll_themis_chunks 128"; either may be empty), NET_A, NET_B
 # (more `netem.py up` options of each setting, e.g. "--mtu 1500"), ROUNDS [3],
 # SIZES [16M:16M], ITERS [5], COLLS [allreduce,reduce_scatter_block,allgather],
-# QUEUE_MS [20], MTU [9000], TIMEOUT [600] seconds per run.
+# QUEUE_MS [20], MTU [9000], TIMEOUT [600] seconds per run, TOPO [build/netem.topo]: after
+# every `up`, `netem.py topo-file` writes the network's coll_themis_topo_file there, so
+# a setting can be dims=auto as a user would run it, e.g.
+#   B="--mca coll_themis_dims auto --mca coll_themis_topo_file build/netem.topo"
+# (A="" is the oracle: `run --themis` gives the network's exact spec).
 set -uo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
@@ -26,12 +30,14 @@ COLLS=${COLLS:-allreduce,reduce_scatter_block,allgather}
 QUEUE_MS=${QUEUE_MS:-20}
 MTU=${MTU:-9000}
 TIMEOUT=${TIMEOUT:-600}
+TOPO=${TOPO:-build/netem.topo}
 NETEM=bench/netem/netem.py
 
 trap 'python3 "$NETEM" down >/dev/null 2>&1 || true' EXIT
 python3 "$NETEM" check >/dev/null || exit 77
 up() {  # shellcheck disable=SC2086  # $1 is a list of options
   python3 "$NETEM" up --dims "$SPEC" --mode hosts --queue-ms "$QUEUE_MS" --mtu "$MTU" $1 >/dev/null || exit 1
+  python3 "$NETEM" topo-file >"$TOPO" || exit 1
 }
 up "$NET_A"
 echo "# $SPEC, $COLLS, $SIZES, $ITERS iterations; per collective: util% / avg ms"

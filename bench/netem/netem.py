@@ -9,6 +9,7 @@ No latency emulation (this kernel has no netem qdisc): bandwidth shaping only.
   netem.py up --dims 2x4:bw=200Mbps,100Mbps --mode hosts [--ppn 2] [--intra net|shm]
   netem.py run [--themis] -- [mpirun args] prog args
   netem.py calibrate [--seconds 1] [--load]        pair bandwidth per dimension vs tc rate
+  netem.py topo-file > net.topo                    hosts mode: coll_themis_topo_file of the network
   netem.py status | down
 
 Modes (see bench/netem/README.md):
@@ -690,6 +691,44 @@ def cmd_status(args):
     return 0
 
 
+def hosts_grid(dims, nhost_dims, nhosts):
+    """The network between hosts, as coll_themis_topo_file describes it: the sizes of the
+    dimensions after the first nhost_dims (those the ranks of one host fill) and each host's
+    coordinates in them. Host h holds ranks h*ppn .. h*ppn+ppn-1, so its coordinates are h's
+    digits over those sizes, dimension 0 fastest. No dimension left (one host): one of size 1."""
+    sizes = list(dims[nhost_dims:]) or [1]
+    coords = []
+    for h in range(nhosts):
+        c = []
+        for n in sizes:
+            c.append(h % n)
+            h //= n
+        coords.append(c)
+    return sizes, coords
+
+
+def topo_file_text(st):
+    sizes, coords = hosts_grid(st["dims"], st["nhost_dims"], len(st["hosts"]))
+    lines = ["# netem network %s: dims %s, %d ranks per host; the network between hosts"
+             % (st["prefix"], "x".join(map(str, st["dims"])), st["ppn"]),
+             "dims " + "x".join(map(str, sizes))]
+    lines += ["host %s %s" % (h, " ".join(map(str, c))) for h, c in zip(st["hosts"], coords)]
+    return "\n".join(lines) + "\n"
+
+
+def cmd_topo_file(args):
+    check_prefix(args.prefix)
+    st = load_state(args.prefix)
+    if not st:
+        die("no network with prefix %s: run `netem.py up --mode hosts` first" % args.prefix)
+    if st["mode"] != "hosts":
+        print("netem topo-file: network %s is in mode %s: one node, no hosts to place "
+              "(use up --mode hosts)" % (args.prefix, st["mode"]), file=sys.stderr)
+        return 1
+    sys.stdout.write(topo_file_text(st))
+    return 0
+
+
 # --------------------------------------------------------------------------- run
 
 # mpirun options that take a value (so the program is the first other non-option token)
@@ -1059,6 +1098,9 @@ def main():
     p.add_argument("--load", action="store_true", help="also all links busy at once")
     p.add_argument("--repeat", type=int, default=2, help="measure each pair N times, report the best (default 2)")
     p.add_argument("--timeout", type=int, default=120)
+    p = sub.add_parser("topo-file", help="print the coll_themis_topo_file of the hosts-mode network "
+                       "that is up (host coordinates between hosts, no rates)")
+    pre(p)
     p = sub.add_parser("build", help="compile the helper MPI programs, print their paths")
     pre(p)
     p = sub.add_parser("_wrap")
@@ -1070,7 +1112,8 @@ def main():
         if args.cmd == "check":
             return 1 if cmd_check(args) else 0
         return {"up": cmd_up, "down": cmd_down, "status": cmd_status, "run": cmd_run,
-                "calibrate": cmd_calibrate, "build": cmd_build, "_wrap": cmd_wrap}[args.cmd](args) or 0
+                "calibrate": cmd_calibrate, "build": cmd_build, "topo-file": cmd_topo_file,
+                "_wrap": cmd_wrap}[args.cmd](args) or 0
     except NetemError as e:
         die(str(e))
 

@@ -7,7 +7,9 @@
 # tree (coll_themis_dims = the network's spec, verbose 2), checks that themis ran the
 # allreduce and cut its TCP messages into eager parts on both dimensions (the one inside a
 # host and the one between hosts, whose peers ob1 has not reached yet when MPI_COMM_WORLD is
-# set up), and tears the network down (always, via trap).
+# set up); then runs it again as a user would, with dims=auto and the network's topology
+# file only, and checks that every rank measured both dimensions' rates, agreed, and got
+# them within 15 % of the links' payload rate; and tears the network down (always, via trap).
 #
 # Exit: 0 success, 1 failure, 77 skipped (not root, no mpicc/mpirun, kernel lacks
 # netns/veth/bridge/tbf). Environment: NETEM_SMOKE_PREFIX (default tmsmk, <= 6 chars),
@@ -30,9 +32,10 @@ if ! out=$(timeout 60 "$PY" "$NETEM" check --prefix "$PREFIX" 2>&1); then
 fi
 
 log=$(mktemp /tmp/netem-smoke.XXXXXX)
+topo=$(mktemp /tmp/netem-smoke-topo.XXXXXX)
 cleanup() {
     timeout 60 "$PY" "$NETEM" down --prefix "$PREFIX" >/dev/null 2>&1
-    rm -f "$log"
+    rm -f "$log" "$topo"
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
@@ -57,5 +60,23 @@ n=$(grep -c 'comm MPI_COMM_WORLD (cid 0) rank [0-9]*: transport pml .*per dimens
 bytes=$(ip -n "${PREFIX}0" -s link show d0 2>/dev/null | awk '/TX:/{getline; print $1; exit}')
 [ "${bytes:-0}" -gt 262144 ] || fail "no traffic on ${PREFIX}0's dimension-0 link (${bytes:-0} bytes)"
 grep '^NETCHECK_OK' "$log"
-echo "netem smoke: OK: themis ran the allreduce on 8 ranks across 8 namespaces on 4 hosts, messages in parts on both dimensions ($bytes bytes sent on ${PREFIX}0 d0) in $(( $(date +%s) - start )) s"
+
+# As a user would run it: dims=auto with the network's topology file and nothing else.
+# Every rank must lay the job out as 2x4 (node, network0), measure both dimensions and
+# agree; the measured rates must lie within 15 % of the links' TCP payload rate.
+timeout 30 "$PY" "$NETEM" topo-file --prefix "$PREFIX" >"$topo" 2>>"$log" || fail "netem.py topo-file"
+timeout 180 "$PY" "$NETEM" run --prefix "$PREFIX" --timeout 120 --themis -- \
+    --mca coll_themis_dims auto --mca coll_themis_topo_file "$topo" --mca coll_themis_verbose 1 \
+    "$exe" 262144 -v >"$log" 2>&1 || fail "MPI run with dims=auto (rc $?)"
+grep -q '^NETCHECK_OK ranks=8 ' "$log" || fail "dims=auto: netcheck did not report NETCHECK_OK on 8 ranks"
+dims='comm MPI_COMM_WORLD (cid 0) rank [0-9]*: selected; dimensions 2x4:'
+n=$(grep -c "$dims.*(bw measured,measured; lat measured,measured); levels node,network0" "$log")
+[ "$n" = 8 ] || fail "dims=auto: $n of 8 ranks measured a 2x4 node x network0 layout"
+n=$(grep -o "$dims.*" "$log" | sed 's/rank [0-9]*//' | sort -u | wc -l)
+[ "$n" = 1 ] || fail "dims=auto: the ranks disagree on the measured dimensions"
+rates=$(grep -o "${dims}bw=[^:]*" "$log" | head -n 1 | sed 's/.*bw=//')
+"$PY" "$here/within.py" "$rates" 100,50 0.15 ||
+    fail "dims=auto: measured rates $rates are not within 15 % of the links' payload rate"
+grep -o 'rank 0: calibration took.*' "$log"
+echo "netem smoke: OK: themis ran the allreduce on 8 ranks across 8 namespaces on 4 hosts, messages in parts on both dimensions ($bytes bytes sent on ${PREFIX}0 d0); dims=auto measured $rates; in $(( $(date +%s) - start )) s"
 exit 0

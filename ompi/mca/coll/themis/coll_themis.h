@@ -57,6 +57,10 @@ typedef struct mca_coll_themis_component_t {
     size_t pml_message_bytes; /* largest message of the pml transport; 0: auto */
     bool single_dim;
     char *trace;          /* path prefix of the stage-timing CSVs; empty: none */
+    double calibration_seconds; /* time budget of measuring a layout's rates; 0: never */
+    char *calibration_file;     /* measured rates kept between jobs; empty: none */
+    char *topo_file;            /* hosts' coordinates in the network's dimensions; empty: none */
+    bool split_packages;        /* auto splits a node whose ranks sit on several packages */
     int cuda;             /* THEMIS_CUDA_* */
     size_t staging_bytes; /* host staging budget for device buffers, per process */
 } mca_coll_themis_component_t;

@@ -45,6 +45,8 @@ mca_coll_themis_component_t mca_coll_themis_component = {
     .threshold = 1.0 / 16,
     .plan_cache_size = 64,
     .single_dim = false,
+    .calibration_seconds = 0.5,
+    .split_packages = true,
     .transport = THEMIS_TRANSPORT_PML, /* measured faster here, see bench/RESULTS.md */
     .pml_message_bytes = 0,
     .cuda = THEMIS_CUDA_AUTO,
@@ -93,6 +95,8 @@ static int themis_register(void)
     static char *dims_default = "auto";
     c->dims = dims_default;
     c->trace = NULL;
+    c->calibration_file = NULL;
+    c->topo_file = NULL;
 
     register_var("priority",
                  "Priority of coll/themis (valid: any integer; above tuned's 30 to take "
@@ -105,8 +109,30 @@ static int themis_register(void)
     register_var("dims",
                  "Network dimensions (valid: auto | SPEC; SPEC = PEERSxPEERS...[:bw=LIST][:lat=LIST]"
                  "[:alg=LIST], e.g. 2x4:bw=200Gbps,100Gbps:lat=1us,5us:alg=ring,hd; "
-                 "auto[:bw=...] = ranks of a node form dimension 0, nodes dimension 1)",
+                 "auto[:bw=...] = ranks of a node form dimension 0 (split by package where "
+                 "they span several), nodes the next ones (coll_themis_topo_file's "
+                 "dimensions, else one); rates not given are measured)",
                  MCA_BASE_VAR_TYPE_STRING, NULL, OPAL_INFO_LVL_4, &c->dims);
+    register_var("topo_file",
+                 "Text file giving each host's coordinates in the network's dimensions (see "
+                 "README, \"Topology file\"); with dims=auto the layout becomes node level x "
+                 "those dimensions (valid: empty = none, or a readable file)",
+                 MCA_BASE_VAR_TYPE_STRING, NULL, OPAL_INFO_LVL_4, &c->topo_file);
+    register_var("split_packages",
+                 "With dims=auto, split a node whose ranks sit on several packages (sockets) "
+                 "into package-local ranks x packages, as hwloc reports the binding (valid: "
+                 "true, false)",
+                 MCA_BASE_VAR_TYPE_BOOL, NULL, OPAL_INFO_LVL_5, &c->split_packages);
+    register_var("calibration_seconds",
+                 "Time budget for measuring the bandwidth and latency of the dimensions whose "
+                 "rates coll_themis_dims does not give, on a layout's first use (valid: 0 = "
+                 "never measure, use the defaults; up to 60)",
+                 MCA_BASE_VAR_TYPE_DOUBLE, NULL, OPAL_INFO_LVL_4, &c->calibration_seconds);
+    register_var("calibration_file",
+                 "File that keeps measured rates between jobs, keyed by the layout and its "
+                 "hosts; delete it when the network changes (valid: empty = none, or a path "
+                 "in a writable directory)",
+                 MCA_BASE_VAR_TYPE_STRING, NULL, OPAL_INFO_LVL_4, &c->calibration_file);
     register_var("single_dim",
                  "Run themis also when dims=auto finds a single dimension (all ranks on one "
                  "node, or one rank per node), where it has nothing to balance (valid: "

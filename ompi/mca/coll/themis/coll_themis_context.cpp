@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "ompi/mca/coll/base/base.h"
 #include "ompi/op/op.h"
@@ -13,7 +14,13 @@
 #include "opal/util/info.h"
 #include "opal/util/output.h"
 #include "opal/util/show_help.h"
+#include "coll_themis_calibrate.h"
+#include "node_packages.h"
+#include "ordering.h"
+#include "topo_file.h"
 #include "trace.h"
+
+#include <unistd.h>
 
 namespace themis {
 
@@ -21,23 +28,64 @@ namespace {
 
 const mca_coll_themis_component_t &params() { return mca_coll_themis_component; }
 
-// An id shared by exactly the ranks on this rank's node: the lowest such rank,
-// exchanged so that every rank knows every rank's node.
-std::vector<int> node_ids(mca_coll_themis_module_t *m, ompi_communicator_t *comm) {
+bool is_auto(const std::string &dims) { return dims.compare(0, 4, "auto") == 0; }
+
+// Where every rank of `comm` runs: its node (an id shared by exactly the ranks of a
+// node: the lowest of them), its hostname and its package, gathered in one exchange.
+RankPlacement placement_of(mca_coll_themis_module_t *m, ompi_communicator_t *comm) {
+    struct Where {
+        int node, package;
+        char host[64];
+    };
     const int size = ompi_comm_size(comm), me = ompi_comm_rank(comm);
-    int leader = me;
-    for (int r = 0; r < size; ++r) {
-        ompi_proc_t *proc = ompi_comm_peer_lookup(comm, r);
-        if (r == me || OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags)) {
-            leader = r;
+    Where mine{me, params().split_packages ? current_package() : -1, {0}};
+    for (int r = 0; r < size; ++r)
+        if (r == me || OPAL_PROC_ON_LOCAL_NODE(ompi_comm_peer_lookup(comm, r)->super.proc_flags)) {
+            mine.node = r;
             break;
         }
+    gethostname(mine.host, sizeof mine.host - 1);
+    std::vector<Where> all(size);
+    int rc = m->previous_allgather(&mine, sizeof mine, &ompi_mpi_byte.dt, all.data(), sizeof mine,
+                                   &ompi_mpi_byte.dt, comm, m->previous_allgather_module);
+    if (rc != OMPI_SUCCESS) throw std::runtime_error("allgather of rank placement failed");
+    RankPlacement placement;
+    for (const Where &w : all) {
+        placement.node_of.push_back(w.node);
+        placement.package_of.push_back(w.package);
+        placement.host_of.emplace_back(w.host, strnlen(w.host, sizeof w.host));
     }
-    std::vector<int> ids(size);
-    int rc = m->previous_allgather(&leader, 1, &ompi_mpi_int.dt, ids.data(), 1, &ompi_mpi_int.dt,
-                                   comm, m->previous_allgather_module);
-    if (rc != OMPI_SUCCESS) throw std::runtime_error("allgather of node ids failed");
-    return ids;
+    return placement;
+}
+
+// The hosts' grid of coll_themis_topo_file; nullopt when none is given or it cannot be
+// used (said once: every process reads the same parameter).
+std::optional<HostGrid> host_grid() {
+    if (params().topo_file == nullptr || params().topo_file[0] == '\0') return std::nullopt;
+    try {
+        return read_topo_file(params().topo_file);
+    } catch (const std::exception &e) {
+        static bool shown = false;
+        if (!shown && mca_coll_themis_first_process())
+            mca_coll_themis_show_help("topo-file", params().topo_file, e.what());
+        shown = true;
+        return std::nullopt;
+    }
+}
+
+// The communicator's layout: from the topology file's grid where it fits the nodes, else
+// node level x nodes.
+RankLayout layout_of(const RankPlacement &placement, std::string &note) {
+    const std::optional<HostGrid> grid = host_grid();
+    if (grid && is_auto(params().dims)) {
+        try {
+            return make_rank_layout(params().dims, placement, &*grid, params().split_packages);
+        } catch (const LayoutError &e) {
+            note = std::string("the topology file does not fit this communicator (") + e.what() +
+                   "): node level x nodes";
+        }
+    }
+    return make_rank_layout(params().dims, placement, nullptr, params().split_packages);
 }
 
 // True on every rank when `ok` is true on every rank.
@@ -58,8 +106,6 @@ ompi_communicator_t *private_duplicate(ompi_communicator_t *comm) {
     if (rc != OMPI_SUCCESS) throw std::runtime_error("duplicating the communicator failed");
     return dup;
 }
-
-bool is_auto(const std::string &dims) { return dims.compare(0, 4, "auto") == 0; }
 
 int active_dimensions(const Topology &topo) {
     int n = 0;
@@ -142,8 +188,28 @@ void Context::connect(mca_coll_themis_module_t *m) {
     // allocation might: the ranks must still decline together.
     if (std::getenv("THEMIS_TEST_FAIL_CONNECT") != nullptr)
         throw std::runtime_error("connect failed (THEMIS_TEST_FAIL_CONNECT is set)");
+}
+
+std::string Context::calibrate(mca_coll_themis_module_t *m, const std::vector<std::string> &host_of) {
+    std::vector<std::string> host_at_position;
+    for (int rank : layout_.rank_at) host_at_position.push_back(host_of[rank]);
+    const CalibratedTopology rates = calibrated_topology(m, comm_, layout_, position_, *transport_,
+                                                         transport_name(), host_at_position);
+    layout_.topology = rates.topology;
+    if (rates.seconds > 0) {
+        char cost[128];
+        snprintf(cost, sizeof cost,
+                 "calibration took %.3f s (%.3f s of it connecting to the peers), %.3g MB sent "
+                 "by this rank",
+                 rates.seconds, rates.connect_seconds, double(rates.bytes_sent) / 1e6);
+        say(1, comm_, cost);
+    }
+    if (!rates.note.empty()) say(1, comm_, rates.note);
     engine_ = std::make_unique<Engine>(layout_.topology, *transport_, memory_, params().max_active,
                                        params().max_active_bytes);
+    std::string levels;
+    for (const std::string &name : layout_.level_names) levels += (levels.empty() ? "" : ",") + name;
+    return describe_rates(rates) + "; levels " + levels;
 }
 
 std::vector<size_t> Context::pml_part_bytes(mca_coll_themis_module_t *m) const {
@@ -198,10 +264,12 @@ void Context::open_trace() {
 
 std::unique_ptr<Context> Context::create(mca_coll_themis_module_t *m, ompi_communicator_t *comm) {
     RankLayout layout;
-    std::string why;
+    RankPlacement placement;
+    std::string why, note;
     bool ok = true;
     try {
-        layout = make_rank_layout(params().dims, node_ids(m, comm));
+        placement = placement_of(m, comm);
+        layout = layout_of(placement, note);
     } catch (const SpecError &e) {
         ok = false;
         why = std::string("malformed coll_themis_dims \"") + params().dims + "\": " + e.what();
@@ -224,6 +292,7 @@ std::unique_ptr<Context> Context::create(mca_coll_themis_module_t *m, ompi_commu
         say(1, comm, "not used, previous module kept: " + (why.empty() ? "another rank declined" : why));
         return nullptr;
     }
+    if (!note.empty()) say(1, comm, note);
     std::unique_ptr<Context> ctx(new Context(comm, std::move(layout)));
     // connect() runs its collectives first; what fails after them fails on some ranks only.
     std::string failure;
@@ -237,7 +306,8 @@ std::unique_ptr<Context> Context::create(mca_coll_themis_module_t *m, ompi_commu
                          (failure.empty() ? std::string("on another rank") : "here: " + failure));
         return nullptr;
     }
-    say(1, comm, "selected; dimensions " + ctx->layout().topology.to_spec());
+    // Every rank has a transport now: the rates are measured over it.
+    say(1, comm, "selected; dimensions " + ctx->calibrate(m, placement.host_of));
     ctx->open_trace();
     return ctx;
 }
@@ -277,13 +347,15 @@ void Context::run(const PlanRequest &req, char *work, Reducer &reducer, const Ru
     std::shared_ptr<const Plan> plan = cache_.get(layout_.topology, req);
     if (params().verbose >= 5) {
         char line[256];
+        const double ideal = ideal_time(layout_.topology, req.collective, double(plan->work_bytes));
         snprintf(line, sizeof line,
-                 "%s %llu B: %zu chunks, policy %s/%s K=%d, predicted %.3g ms, plan %s",
+                 "%s %llu B: %zu chunks, policy %s/%s K=%d, predicted %.3g ms (%.1f %% of the "
+                 "ideal bound), plan %s",
                  collective_name(req.collective),
                  static_cast<unsigned long long>(plan->work_bytes), plan->schedule.size(),
                  policy_name(req.scheduler.policy), intra_policy_name(req.ordering.intra),
                  req.ordering.max_active, plan->predicted_time * 1e3,
-                 cache_.misses() > misses ? "compiled" : "cached");
+                 100 * ideal / plan->predicted_time, cache_.misses() > misses ? "compiled" : "cached");
         say(5, comm_, line);
         if (params().verbose >= 10) say(10, comm_, "\n" + plan->describe());
     }

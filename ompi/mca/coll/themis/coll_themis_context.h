@@ -51,6 +51,10 @@ class Context {
     Context(ompi_communicator_t *comm, RankLayout layout);
     // Picks and connects the transport (collective); says which and why.
     void connect(mca_coll_themis_module_t *m);
+    // Sets the rates the spec does not give (collective; see coll_themis_calibrate.h) and
+    // builds the engine on them; returns the dimensions with every number and its source.
+    // `host_of`: every communicator rank's hostname.
+    std::string calibrate(mca_coll_themis_module_t *m, const std::vector<std::string> &host_of);
     Policy policy() const;
     // A themis info key's value on the communicator ("" when unset).
     std::string info(const char *key) const;

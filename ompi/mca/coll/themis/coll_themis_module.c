@@ -81,6 +81,20 @@ static void check_range(const char *name, int *value, int lo, int hi, int fallba
     *value = fallback;
 }
 
+/* The same for a real-valued parameter (NaN included). */
+static void check_real_range(const char *name, double *value, double lo, double hi,
+                             double fallback)
+{
+    if (*value >= lo && *value <= hi) return;
+    char got[32], range[64], def[32];
+    snprintf(got, sizeof got, "%g", *value);
+    snprintf(range, sizeof range, "%g to %g", lo, hi);
+    snprintf(def, sizeof def, "%g", fallback);
+    if (mca_coll_themis_first_process())
+        mca_coll_themis_show_help("bad-param", name, got, range, def);
+    *value = fallback;
+}
+
 int mca_coll_themis_init_query(bool enable_progress_threads, bool enable_mpi_threads)
 {
     (void) enable_progress_threads;
@@ -89,14 +103,8 @@ int mca_coll_themis_init_query(bool enable_progress_threads, bool enable_mpi_thr
     check_range("coll_themis_chunks", &c->chunks, 1, 4096, 128);
     check_range("coll_themis_max_active", &c->max_active, 1, 64, 4);
     check_range("coll_themis_plan_cache_size", &c->plan_cache_size, 1, 4096, 64);
-    if (!(c->threshold >= 0 && c->threshold <= 1)) {
-        char got[32];
-        snprintf(got, sizeof got, "%g", c->threshold);
-        if (mca_coll_themis_first_process())
-            mca_coll_themis_show_help("bad-param", "coll_themis_threshold", got, "0 to 1",
-                                      "0.0625");
-        c->threshold = 1.0 / 16;
-    }
+    check_real_range("coll_themis_threshold", &c->threshold, 0, 1, 1.0 / 16);
+    check_real_range("coll_themis_calibration_seconds", &c->calibration_seconds, 0, 60, 0.5);
     if (0 == c->min_chunk_bytes) c->min_chunk_bytes = 1;
     if (c->pml_message_bytes != 0 && c->pml_message_bytes < 1024) {
         char got[32];

@@ -1,0 +1,47 @@
+// coll_themis_calibrate.h: the rates a communicator's plans use, agreed by every rank.
+//
+// Whatever the dims spec does not give (bw=, lat=) comes, first found first:
+//   this process's memory  a layout already calibrated in this job (the same processes at
+//                          the same positions, the same transport): dups and re-creations
+//                          of a communicator cost nothing;
+//   coll_themis_calibration_file  numbers measured by an earlier job on the same layout
+//                          and hosts, used only when every rank read the same ones;
+//   measurement            src/calibration.h over the communicator's own transport, within
+//                          coll_themis_calibration_seconds; stored in both places above;
+//   the defaults           of the spec, when measuring is off (0 s), not worth it (fewer
+//                          than two dimensions to balance) or failed (said once).
+#pragma once
+
+#include "coll_themis_prelude.h"
+
+#include <string>
+#include <vector>
+
+#include "coll_themis.h"
+#include "calibration.h"
+#include "rank_layout.h"
+#include "transport.h"
+
+namespace themis {
+
+struct CalibratedTopology {
+    Topology topology;
+    std::vector<RateSource> bandwidth_source, latency_source; // per dimension
+    double seconds = 0;      // this rank's time measuring (0 when nothing was measured)
+    double connect_seconds = 0; // of which connecting to the peers (first exchange)
+    uint64_t bytes_sent = 0; // this rank's bytes sent measuring
+    std::string note;        // why the defaults were kept, or a cache problem; "" if none
+};
+
+// Collective over `comm`. `host_at_position`: each position's hostname (for the file's
+// key); `transport_name`: the transport the rates are for.
+CalibratedTopology calibrated_topology(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
+                                       const RankLayout &layout, int position,
+                                       Transport &transport, const char *transport_name,
+                                       const std::vector<std::string> &host_at_position);
+
+// "2x4:bw=...:lat=...:alg=... (bw measured,measured; lat measured,measured)": the
+// dimensions with every number and where it came from, for the verbose log.
+std::string describe_rates(const CalibratedTopology &t);
+
+} // namespace themis

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# check_calibration.sh -- where a communicator's rates come from, end to end. themis-info
+# (an exact, checked allreduce of 1 MiB) runs on 4 ranks as 2x2 on this machine, and the
+# component's verbose lines must say, on every rank alike:
+#   measured  a spec without bw=/lat= is calibrated (and the cost said), the file written;
+#   cached    a second job with the same file reads it and measures nothing;
+#   given     bw= given wins, the latency is still measured;
+#   default   coll_themis_calibration_seconds 0 measures nothing;
+#   damaged   a calibration file that is not one is reported once and rewritten;
+#   bad value a negative budget gets the bad-param message and the default;
+#   topo file an unreadable topology file is reported once, the job runs on.
+# Environment: MPIRUN, THEMIS_BUILDDIR, OMPI_DEFAULT_COMPONENT_DIR.
+set -uo pipefail
+
+# shellcheck source=mpi_env.sh
+source "$(dirname "${BASH_SOURCE[0]}")/mpi_env.sh"
+OUT=$BUILDDIR/test/mpi/logs/calibration
+rm -rf "$OUT" && mkdir -p "$OUT"
+fail() { echo "check_calibration: FAIL: $*"; exit 1; }
+
+# run NAME MCA-ARGS...: themis-info on 4 ranks; its results must be exact.
+run() {
+  local name=$1; shift
+  timeout 120 "$MPIRUN" -np 4 --oversubscribe \
+    --mca mca_base_component_path "$BUILDDIR/component:$OMPI_DEFAULT_COMPONENT_DIR" \
+    --mca coll_themis_verbose 1 -x OMPI_MCA_coll_themis_verbose=1 "$@" \
+    "$BUILDDIR/tools/themis-info" -v 1 -m 1M >"$OUT/$name.log" 2>&1 ||
+    fail "$name: the run failed (log $OUT/$name.log)"
+  grep -q 'results exact on every rank' "$OUT/$name.log" || fail "$name: results not exact"
+}
+# sources NAME BW LAT: every rank's dimensions line names these sources, and all four
+# ranks print the same dimensions (they plan with identical numbers).
+sources() {
+  local n
+  n=$(grep -c "selected; dimensions .*(bw $2; lat $3)" "$OUT/$1.log")
+  [ "$n" = 4 ] || fail "$1: $n of 4 ranks say (bw $2; lat $3) (log $OUT/$1.log)"
+  n=$(grep -o 'selected; dimensions .*' "$OUT/$1.log" | sort -u | wc -l)
+  [ "$n" = 1 ] || fail "$1: the ranks disagree on the dimensions (log $OUT/$1.log)"
+}
+measured_cost() { grep -c 'calibration took [0-9.]* s' "$OUT/$1.log"; }
+
+file=$OUT/calibration.txt
+run measured --mca coll_themis_dims 2x2 --mca coll_themis_calibration_file "$file"
+sources measured measured,measured measured,measured
+[ "$(measured_cost measured)" = 4 ] || fail "measured: the calibration's cost is not said on every rank"
+head -n 1 "$file" | grep -qx 'themis-calibration 1' || fail "measured: $file has no header"
+grep -Eq '^2x2-[0-9a-f]+-pml 2x2:bw=' "$file" || fail "measured: $file has no 2x2 entry"
+
+run cached --mca coll_themis_dims 2x2 --mca coll_themis_calibration_file "$file"
+sources cached cached,cached cached,cached
+[ "$(measured_cost cached)" = 0 ] || fail "cached: measured although the file had the layout"
+want=$(grep -o 'selected; dimensions [^ ]*' "$OUT/measured.log" | head -n 1)
+grep -qF "$want" "$OUT/cached.log" || fail "cached: other rates than the file's ($want)"
+
+run given --mca coll_themis_dims 2x2:bw=10Gbps,20Gbps
+sources given given,given measured,measured
+grep -q 'dimensions 2x2:bw=10Gbps,20Gbps:lat=' "$OUT/given.log" || fail "given: bw= not kept"
+
+run off --mca coll_themis_dims 2x2 --mca coll_themis_calibration_seconds 0
+sources off default,default default,default
+[ "$(measured_cost off)" = 0 ] || fail "off: measured with a budget of 0 s"
+
+damaged=$OUT/damaged.txt
+echo 'not a calibration file' >"$damaged"
+run damaged --mca coll_themis_dims 2x2 --mca coll_themis_calibration_file "$damaged"
+sources damaged measured,measured measured,measured
+n=$(grep -c 'cannot use the calibration file' "$OUT/damaged.log")
+[ "$n" -ge 1 ] && [ "$n" -le 4 ] || fail "damaged: said $n times (once per process at most)"
+head -n 1 "$damaged" | grep -qx 'themis-calibration 1' || fail "damaged: the file was not rewritten"
+
+run bad_value --mca coll_themis_dims 2x2 --mca coll_themis_calibration_seconds -1
+grep -q 'coll_themis_calibration_seconds has the value -1' "$OUT/bad_value.log" ||
+  fail "bad_value: no bad-param message"
+sources bad_value measured,measured measured,measured
+
+run topo_missing --mca coll_themis_dims auto --mca coll_themis_single_dim 1 \
+  --mca coll_themis_topo_file "$OUT/no-such-file"
+n=$(grep -c 'cannot use the topology file' "$OUT/topo_missing.log")
+[ "$n" = 1 ] || fail "topo_missing: said $n times, not once"
+
+echo "check_calibration: OK: measured, cached, given, default, damaged file, bad value, topology file"
