@@ -154,7 +154,8 @@ PhaseTimes measure_phase(CalibrationExchange &exchange, const std::vector<int> &
     // exchange after an idle moment runs faster than the link's rate.
     const int repetitions =
         std::clamp(int((phase_seconds - spent) / std::max(last, 1e-9)) - 1, 3, s.repetitions);
-    auto medians = [&](const std::vector<size_t> &size) {
+    // Per dimension, `statistic` over the repetitions of an exchange of `size`.
+    auto repeated = [&](const std::vector<size_t> &size, double (*statistic)(std::vector<double>)) {
         std::vector<std::vector<double>> runs(dims.size());
         for (int r = 0; r < repetitions; ++r) {
             const std::vector<double> t = exchange.run(dims, size);
@@ -162,13 +163,19 @@ PhaseTimes measure_phase(CalibrationExchange &exchange, const std::vector<int> &
             for (size_t i = 0; i < dims.size(); ++i) runs[i].push_back(joint ? all : t[dims[i]]);
         }
         std::vector<double> out;
-        for (const auto &r : runs) out.push_back(median(r));
+        for (auto &r : runs) out.push_back(statistic(std::move(r)));
         return out;
     };
     PhaseTimes times{sizes(bytes), {}, {}};
     exchange.run(dims, times.bytes);
-    std::vector<double> both = medians(times.bytes),
-                        small = medians(std::vector<size_t>(dims.size(), s.latency_bytes));
+    // The large exchange's median; the small one's minimum: its time is a fixed delay plus
+    // whatever a busy machine adds (one 8-byte exchange in 40 took 4.6 ms instead of 0.1),
+    // and a latency read too high steers the latency-aware scheduler wrong.
+    std::vector<double> both = repeated(times.bytes, median),
+                        small = repeated(std::vector<size_t>(dims.size(), s.latency_bytes),
+                                         [](std::vector<double> v) {
+                                             return *std::min_element(v.begin(), v.end());
+                                         });
     both.insert(both.end(), small.begin(), small.end());
     both.push_back(now() - since);
     agree(both);

@@ -22,10 +22,11 @@
 //            time budget (or reaches max_bytes); then `repetitions` exchanges of B and of
 //            latency_bytes. The first exchanges drain a shaper's burst allowance and open
 //            TCP's window, so the repeated ones see the steady rate.
-//   noise    per rank the median of the repetitions (as many as the phase's share of the
-//            budget leaves after probing, 3 to `repetitions`), then the maximum over ranks
-//            (a stage ends when its slowest rank does); latency = the small exchange's
-//            time, bandwidth = (B - latency_bytes) / (large time - small time).
+//   noise    per rank the median of the large exchange's repetitions (as many as the
+//            phase's share of the budget leaves after probing, 3 to `repetitions`) and the
+//            minimum of the small one's (noise only adds to a fixed delay), then the
+//            maximum over ranks (a stage ends when its slowest rank does); latency = the
+//            small exchange's time, bandwidth = (B - latency_bytes) / (large - small).
 //   agreed   every decision (the next size, the repetitions, the result) follows from
 //            values reduced over all ranks, so every rank measures the same sizes and plans
 //            with identical numbers.
