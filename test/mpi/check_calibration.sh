@@ -8,6 +8,8 @@
 #   default   coll_themis_calibration_seconds 0 measures nothing;
 #   damaged   a calibration file that is not one is reported once and rewritten;
 #   bad value a negative budget gets the bad-param message and the default;
+#   failed    a measurement that fails on some ranks (a test hook): all keep the
+#             defaults, said once;
 #   topo file an unreadable topology file is reported once, the job runs on.
 # Environment: MPIRUN, THEMIS_BUILDDIR, OMPI_DEFAULT_COMPONENT_DIR.
 set -uo pipefail
@@ -18,13 +20,15 @@ OUT=$BUILDDIR/test/mpi/logs/calibration
 rm -rf "$OUT" && mkdir -p "$OUT"
 fail() { echo "check_calibration: FAIL: $*"; exit 1; }
 
-# run NAME MCA-ARGS...: themis-info on 4 ranks; its results must be exact.
+# run NAME MCA-ARGS...: themis-info on 4 ranks (started through WRAP, a command prefix,
+# when set); its results must be exact.
+WRAP=()
 run() {
   local name=$1; shift
   timeout 120 "$MPIRUN" -np 4 --oversubscribe \
     --mca mca_base_component_path "$BUILDDIR/component:$OMPI_DEFAULT_COMPONENT_DIR" \
     --mca coll_themis_verbose 1 -x OMPI_MCA_coll_themis_verbose=1 "$@" \
-    "$BUILDDIR/tools/themis-info" -v 1 -m 1M >"$OUT/$name.log" 2>&1 ||
+    "${WRAP[@]}" "$BUILDDIR/tools/themis-info" -v 1 -m 1M >"$OUT/$name.log" 2>&1 ||
     fail "$name: the run failed (log $OUT/$name.log)"
   grep -q 'results exact on every rank' "$OUT/$name.log" || fail "$name: results not exact"
 }
@@ -73,9 +77,17 @@ grep -q 'coll_themis_calibration_seconds has the value -1' "$OUT/bad_value.log" 
   fail "bad_value: no bad-param message"
 sources bad_value measured,measured measured,measured
 
+# the odd ranks' measurement fails (a test hook): every rank must keep the defaults
+WRAP=(bash -c '(( OMPI_COMM_WORLD_RANK % 2 )) && export THEMIS_TEST_CALIBRATION_FAILS=1; exec "$0" "$@"')
+run failed --mca coll_themis_dims 2x2
+WRAP=()
+sources failed default,default default,default
+n=$(grep -c 'could not measure the rates' "$OUT/failed.log")
+[ "$n" = 1 ] || fail "failed: the failure was said $n times, not once"
+
 run topo_missing --mca coll_themis_dims auto --mca coll_themis_single_dim 1 \
   --mca coll_themis_topo_file "$OUT/no-such-file"
 n=$(grep -c 'cannot use the topology file' "$OUT/topo_missing.log")
 [ "$n" = 1 ] || fail "topo_missing: said $n times, not once"
 
-echo "check_calibration: OK: measured, cached, given, default, damaged file, bad value, topology file"
+echo "check_calibration: OK: measured, cached, given, default, damaged file, bad value, failed measurement, topology file"
