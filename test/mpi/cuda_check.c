@@ -2,7 +2,7 @@
  * buffers, every result checked against values computed here on the host.
  *
  *   themis-cuda-check --probe      exit 0 if a CUDA device is usable, 77 (skip) if not
- *   mpirun ... themis-cuda-check [--kinds device|mixed|split] [--expect direct|staged|nokernels|any]
+ *   mpirun ... themis-cuda-check [--kinds device|mixed|split] [--expect direct|ipc|staged|nokernels|any]
  *                                [--ranks-per-gpu N]
  *   mpirun ... themis-cuda-check --bench BYTES [--iters N]
  *                                  MPI_Allreduce (float, sum) bandwidth with device and
@@ -34,6 +34,8 @@
 
 /* test/mpi/cuda_fake_driver.c counts what ran (kernel launches, staging copies). */
 static void (*fake_counters)(unsigned long long *);
+/* ... and the IPC handles it exported, opened and closed. */
+static void (*fake_ipc_counters)(unsigned long long *);
 
 static int rank, size, failures, checks;
 static const char *kinds = "device", *expect = "any";
@@ -64,6 +66,7 @@ static int load_driver(int quiet)
         return 77;
     }
     *(void **) &fake_counters = dlsym(cu.lib, "themis_fake_cuda_counters");
+    *(void **) &fake_ipc_counters = dlsym(cu.lib, "themis_fake_cuda_ipc_counters");
     return 0;
 }
 
@@ -187,6 +190,41 @@ static double expected(int op, size_t i)
 static MPI_Op mpi_op(int op) { return op == 0 ? MPI_SUM : op == 1 ? MPI_PROD : op == 2 ? MPI_MIN : MPI_MAX; }
 
 /* ------------------------------------------------------------------ cases */
+
+/* Small device calls (below coll_themis_min_bytes: the previous module on host copies),
+ * repeated on the same buffers: every result checked, and with the emulated driver no
+ * host or device allocation may happen per call after the first (the host copies are
+ * pinned buffers kept between calls). */
+static void small_repeat_case(int calls)
+{
+    const size_t count = 37, bytes = count * sizeof(int32_t);
+    int32_t h[37];
+    struct buf s = alloc_buf(on_dev(0), bytes), r = alloc_buf(on_dev(1), bytes);
+    unsigned long long before[4] = {0}, after[4] = {0};
+    for (int c = 0; c < calls; ++c) {
+        if (c == 2 && fake_counters) fake_counters(before); /* after the first calls */
+        for (size_t i = 0; i < count; ++i) h[i] = (int32_t) (input(0, rank, i) + c);
+        put(&s, h);
+        int rc = MPI_Allreduce(s.p, r.p, (int) count, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+        if (rc != MPI_SUCCESS) fail("small allreduce %d: error %d", c, rc);
+        get(&r, h, "small allreduce");
+        for (size_t i = 0; i < count; ++i)
+            if (h[i] != (int32_t) (expected(0, i) + (double) c * size)) {
+                fail("small allreduce %d: element %zu is %d, expected %g", c, i, h[i],
+                     expected(0, i) + (double) c * size);
+                break;
+            }
+        ++checks;
+    }
+    if (fake_counters && calls > 2) {
+        fake_counters(after);
+        if (after[3] != before[3])
+            fail("small allreduce: %llu allocations in %d calls after the first two (expected none)",
+                 after[3] - before[3], calls - 2);
+    }
+    free_buf(&s);
+    free_buf(&r);
+}
 
 static void allreduce_case(enum kind k, int op, size_t count, int in_place)
 {
@@ -482,7 +520,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--bench") && i + 1 < argc) bench_bytes = strtoull(argv[++i], NULL, 0);
         else if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: %s [--probe] [--kinds device|mixed|split] [--expect direct|staged|nokernels|any] "
+            fprintf(stderr, "usage: %s [--probe] [--kinds device|mixed|split] [--expect direct|ipc|staged|nokernels|any] "
                             "[--ranks-per-gpu N] [--bench BYTES [--iters N]]\n", argv[0]);
             return 2;
         }
@@ -533,6 +571,7 @@ int main(int argc, char **argv)
     allgather_case(big / 2, 1, 0);
     allgather_case(big / 2, 0, 1);
     allgather_case(small, 0, 0);
+    small_repeat_case(20);
 
     if (fake_counters) { /* the emulated driver says which path ran */
         fake_counters(after);
@@ -543,6 +582,19 @@ int main(int argc, char **argv)
         if ((!strcmp(expect, "staged") || !strcmp(expect, "nokernels")) && launches != 0)
             fail("expected no kernel launches (%s): %llu launched", expect, launches);
         if (strcmp(expect, "any") && device_here && copies == 0) fail("no asynchronous copies at all");
+        if (!strcmp(expect, "ipc")) {
+            /* Device-direct node dimension: every rank, whatever its buffers, receives
+             * from its peers' device memory through IPC handles (host buffers go out of
+             * device temporaries), and device data is reduced by kernels. */
+            unsigned long long ipc[3] = {0};
+            if (fake_ipc_counters) fake_ipc_counters(ipc);
+            if (ipc[1] == 0) fail("expected the device-direct node dimension: no IPC handle opened");
+            if (ipc[0] == 0) fail("expected the device-direct node dimension: no IPC handle exported");
+            if (device_here && launches == 0) fail("expected reductions by kernels (ipc): none launched");
+            if (rank == 0)
+                printf("cuda_check: emulated driver: IPC handles exported %llu, opened %llu, closed %llu (rank 0)\n",
+                       ipc[0], ipc[1], ipc[2]);
+        }
         if (rank == 0)
             printf("cuda_check: emulated driver: %llu kernel launches, %llu async copies (rank 0)\n",
                    launches, copies);

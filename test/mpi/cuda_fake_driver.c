@@ -15,7 +15,14 @@
  *                  themis_reduce_<op>_<type> run on the CPU with the same expressions
  *                  as reduce_kernels.cu. FAKE_CUDA_NO_KERNELS=1 refuses the module.
  *   counters       themis_fake_cuda_counters() reports launches and copies, so a test
- *                  can check which path ran.
+ *                  can check which path ran; themis_fake_cuda_ipc_counters() the IPC
+ *                  handles exported and opened.
+ *   IPC            every allocation is a memfd kept open: cuIpcGetMemHandle puts the
+ *                  owner's pid and descriptor in the handle, cuIpcOpenMemHandle maps
+ *                  /proc/<pid>/fd/<fd> into the opener (PROT_NONE alias again), so
+ *                  processes of one machine share "device" memory as they would
+ *                  through the real driver; opening one handle twice in a process
+ *                  fails (CUDA_ERROR_ALREADY_MAPPED), as it does there.
  *
  * Only what coll/themis and test/mpi/cuda_check.c call is here, single-threaded. */
 #define _GNU_SOURCE
@@ -24,7 +31,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <sys/mman.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
@@ -36,7 +46,22 @@ struct alloc {
     char *priv; /* read-write alias */
     size_t size;
     int pinned; /* host memory from cuMemHostAlloc (dev == priv) */
+    int fd;     /* device memory: its memfd, kept for IPC; -1 otherwise */
+    int opened; /* mapped by cuIpcOpenMemHandle from another process */
+    unsigned long long id; /* CU_POINTER_ATTRIBUTE_BUFFER_ID */
+    pid_t owner;           /* opened: the exporting process; else this one */
+    int owner_fd;          /* opened: the exporter's descriptor */
 };
+
+/* What cuIpcGetMemHandle writes into the 64 reserved bytes. */
+struct fake_handle {
+    unsigned int magic;
+    pid_t pid;
+    int fd;
+    size_t size;
+    unsigned long long id;
+};
+#define FAKE_HANDLE_MAGIC 0xfa4ec0dau
 
 static struct alloc *allocs;
 static size_t n_allocs, cap_allocs;
@@ -45,10 +70,17 @@ static int fake_ctx_storage;
 static CUcontext fake_ctx = (CUcontext) &fake_ctx_storage;
 static __thread CUcontext current;
 static unsigned long long counters[4]; /* launches, async copies, sync copies, allocations */
+static unsigned long long ipc_counters[3]; /* handles exported, opened, closed */
+static unsigned long long next_id = 1;
 
 EXPORT void themis_fake_cuda_counters(unsigned long long out[4])
 {
     memcpy(out, counters, sizeof counters);
+}
+
+EXPORT void themis_fake_cuda_ipc_counters(unsigned long long out[3])
+{
+    memcpy(out, ipc_counters, sizeof ipc_counters);
 }
 
 static struct alloc *find(const void *p)
@@ -254,6 +286,7 @@ EXPORT CUresult cuPointerGetAttributes(unsigned int n, CUpointer_attribute *attr
             break;
         case CU_POINTER_ATTRIBUTE_IS_MANAGED: *(unsigned int *) data[i] = 0; break;
         case CU_POINTER_ATTRIBUTE_CONTEXT: *(CUcontext *) data[i] = a ? fake_ctx : NULL; break;
+        case CU_POINTER_ATTRIBUTE_BUFFER_ID: *(unsigned long long *) data[i] = a ? a->id : 0; break;
         default: return CUDA_ERROR_INVALID_VALUE;
         }
     }
@@ -271,10 +304,12 @@ EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes)
     const int prot = visible && *visible == '1' ? PROT_READ | PROT_WRITE : PROT_NONE;
     void *dev = mmap(NULL, size, prot, MAP_SHARED, fd, 0);
     void *priv = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (dev == MAP_FAILED || priv == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (dev == MAP_FAILED || priv == MAP_FAILED) {
+        close(fd);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
     memset(priv, 0xd5, size); /* device memory is never zeroed for you */
-    add((struct alloc){dev, priv, size, 0});
+    add((struct alloc){dev, priv, size, 0, fd, 0, next_id++, getpid(), fd});
     counters[3]++;
     *p = (CUdeviceptr) dev;
     return CUDA_SUCCESS;
@@ -283,9 +318,10 @@ EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes)
 EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
 {
     struct alloc *a = find((const void *) p);
-    if (!a || a->pinned || a->dev != (char *) p) return CUDA_ERROR_INVALID_VALUE;
+    if (!a || a->pinned || a->opened || a->dev != (char *) p) return CUDA_ERROR_INVALID_VALUE;
     munmap(a->dev, a->size);
     munmap(a->priv, a->size);
+    close(a->fd);
     drop(a);
     return CUDA_SUCCESS;
 }
@@ -296,7 +332,7 @@ EXPORT CUresult cuMemHostAlloc(void **p, size_t bytes, unsigned int flags)
     if (!current) return CUDA_ERROR_INVALID_CONTEXT;
     char *h = malloc(bytes ? bytes : 1);
     if (!h) return CUDA_ERROR_OUT_OF_MEMORY;
-    add((struct alloc){h, h, bytes ? bytes : 1, 1});
+    add((struct alloc){h, h, bytes ? bytes : 1, 1, -1, 0, next_id++, getpid(), -1});
     counters[3]++;
     *p = h;
     return CUDA_SUCCESS;
@@ -432,4 +468,64 @@ EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, u
     struct op o = {1, *(void **) params[0], *(void **) params[1], 0, (const struct function *) f,
                    *(unsigned long long *) params[2]};
     return enqueue(s, o);
+}
+
+/* ------------------------------------------------------------------ IPC */
+
+EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr p)
+{
+    struct alloc *a = find((const void *) p);
+    if (!a || a->pinned) return CUDA_ERROR_NOT_FOUND;
+    if (base) *base = (CUdeviceptr) a->dev;
+    if (size) *size = a->size;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle *h, CUdeviceptr p)
+{
+    struct alloc *a = find((const void *) p);
+    if (!a || a->pinned || a->opened) return CUDA_ERROR_INVALID_VALUE;
+    struct fake_handle f = {FAKE_HANDLE_MAGIC, getpid(), a->fd, a->size, a->id};
+    memset(h, 0, sizeof *h);
+    memcpy(h->reserved, &f, sizeof f);
+    ipc_counters[0]++;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *p, CUipcMemHandle h, unsigned int flags)
+{
+    (void) flags;
+    if (!current) return CUDA_ERROR_INVALID_CONTEXT;
+    struct fake_handle f;
+    memcpy(&f, h.reserved, sizeof f);
+    if (f.magic != FAKE_HANDLE_MAGIC) return CUDA_ERROR_INVALID_HANDLE;
+    if (f.pid == getpid()) return CUDA_ERROR_INVALID_CONTEXT; /* as the real driver */
+    for (size_t i = 0; i < n_allocs; ++i)
+        if (allocs[i].opened && allocs[i].owner == f.pid && allocs[i].id == f.id)
+            return CUDA_ERROR_ALREADY_MAPPED;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/fd/%d", (int) f.pid, f.fd);
+    int fd = open(path, O_RDWR);
+    if (fd < 0) return CUDA_ERROR_INVALID_HANDLE;
+    const char *visible = getenv("FAKE_CUDA_HOST_VISIBLE");
+    const int prot = visible && *visible == '1' ? PROT_READ | PROT_WRITE : PROT_NONE;
+    void *dev = mmap(NULL, f.size, prot, MAP_SHARED, fd, 0);
+    void *priv = mmap(NULL, f.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (dev == MAP_FAILED || priv == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
+    add((struct alloc){dev, priv, f.size, 0, -1, 1, f.id, f.pid, f.fd});
+    ipc_counters[1]++;
+    *p = (CUdeviceptr) dev;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuIpcCloseMemHandle(CUdeviceptr p)
+{
+    struct alloc *a = find((const void *) p);
+    if (!a || !a->opened || a->dev != (char *) p) return CUDA_ERROR_INVALID_VALUE;
+    munmap(a->dev, a->size);
+    munmap(a->priv, a->size);
+    drop(a);
+    ipc_counters[2]++;
+    return CUDA_SUCCESS;
 }

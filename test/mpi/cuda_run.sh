@@ -93,31 +93,54 @@ fake)
   configured_with_cuda || skip "this build has no CUDA (configure found no nvcc)"
   fake=$BUILDDIR/test/mpi/.libs/libcuda-fake.so
   [ -f "$fake" ] && [ -x "$PROG" ] || die "build the tests first (make check)"
-  dir=$(mktemp -d) && trap 'rm -rf "$dir"' EXIT
-  ln -s "$fake" "$dir/libcuda.so.1"
-  export LD_LIBRARY_PATH=$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  L=(--env "LD_LIBRARY_PATH=$LD_LIBRARY_PATH")
+  # The emulated driver is loaded by its path (coll_themis_cuda_driver; the test programs
+  # read the same variable), never as "libcuda.so.1": where a real driver is installed,
+  # or already loaded by another library, that name would give the process the real one.
+  L=(--env "OMPI_MCA_coll_themis_cuda_driver=$fake")
+  export OMPI_MCA_coll_themis_cuda_driver=$fake
+  NOIPC=(--mca coll_themis_cuda_ipc off)
+  # Device-direct node dimensions (CUDA IPC between the processes, emulated through
+  # shared memory; device memory stays unreadable by the host): 2x2 on one node (both
+  # dimensions by IPC), dims=auto on one node (themis runs it instead of copying to the
+  # host), memory kinds that differ between ranks and between send and receive buffers.
+  run fake_ipc_2x2 4 "${L[@]}" --mca coll_themis_dims 2x2 \
+    --expect "device-direct: dimension\(s\) 0,1 by CUDA IPC" -- --kinds device --expect ipc
+  run fake_ipc_auto 4 "${L[@]}" --expect "device-direct: dimension\(s\) 0 by CUDA IPC" \
+    -- --kinds device --expect ipc
+  run fake_ipc_mixed 4 "${L[@]}" --mca coll_themis_dims 2x2 --mca coll_themis_max_active 1 \
+    --expect "device-direct" -- --kinds mixed --expect ipc
+  run fake_ipc_split_np3 3 "${L[@]}" --mca coll_themis_dims 3 --mca coll_themis_cuda_ipc_cache 1 \
+    --expect "device-direct" -- --kinds split --expect ipc
+  # Without IPC (coll_themis_cuda_ipc=off): a dims=auto communicator on one node is the
+  # previous module's, device buffers copied to the host and back.
+  run fake_noipc_auto 4 "${L[@]}" "${NOIPC[@]}" --colls "" --expect "not used, previous module kept: dims=auto found one dimension" \
+    -- --kinds device --expect any
   # The transport cannot move device memory here: staged, in every memory layout.
-  run fake_staged_2x2 4 "${L[@]}" --mca coll_themis_dims 2x2 -- --kinds device --expect staged
+  run fake_staged_2x2 4 "${L[@]}" "${NOIPC[@]}" --mca coll_themis_dims 2x2 -- --kinds device --expect staged
   # The least budget, many small chunks: the staging window has to move (evictions).
-  run fake_staged_mixed_evict 4 "${L[@]}" --mca coll_themis_dims 2x2 --mca coll_themis_staging_bytes 1 \
+  run fake_staged_mixed_evict 4 "${L[@]}" "${NOIPC[@]}" --mca coll_themis_dims 2x2 --mca coll_themis_staging_bytes 1 \
     --mca coll_themis_chunks 32 --mca coll_themis_min_chunk_bytes 4096 --mca coll_themis_max_active 1 \
     --verbose 5 --expect "staged through host memory: .* [1-9][0-9]* evictions" \
     -- --kinds mixed --expect staged
-  run fake_staged_split_np3 3 "${L[@]}" --mca coll_themis_dims 3 --mca coll_themis_max_active 1 -- --kinds split --expect any
-  run fake_staged_ucx 4 "${L[@]}" --mca coll_themis_transport ucx --mca coll_themis_dims 4 \
+  run fake_staged_split_np3 3 "${L[@]}" "${NOIPC[@]}" --mca coll_themis_dims 3 --mca coll_themis_max_active 1 -- --kinds split --expect any
+  run fake_staged_ucx 4 "${L[@]}" "${NOIPC[@]}" --mca coll_themis_transport ucx --mca coll_themis_dims 4 \
     -- --kinds device --expect staged
   # Direct: device memory readable by the host stands for a transport that moves it.
-  run fake_direct_2x2 4 "${L[@]}" --env FAKE_CUDA_HOST_VISIBLE=1 --env THEMIS_TEST_CUDA_DIRECT=1 \
+  run fake_direct_2x2 4 "${L[@]}" "${NOIPC[@]}" --env FAKE_CUDA_HOST_VISIBLE=1 --env THEMIS_TEST_CUDA_DIRECT=1 \
     --mca coll_themis_dims 2x2 -- --kinds device --expect direct
-  run fake_direct_mixed 4 "${L[@]}" --env FAKE_CUDA_HOST_VISIBLE=1 --env THEMIS_TEST_CUDA_DIRECT=1 \
+  run fake_direct_mixed 4 "${L[@]}" "${NOIPC[@]}" --env FAKE_CUDA_HOST_VISIBLE=1 --env THEMIS_TEST_CUDA_DIRECT=1 \
     --mca coll_themis_dims 2x2 -- --kinds mixed --expect direct
   # No kernels for this GPU: device reductions on the host, still correct.
-  run fake_direct_nokernels 2 "${L[@]}" --mca coll_themis_dims 2 --env FAKE_CUDA_HOST_VISIBLE=1 --env THEMIS_TEST_CUDA_DIRECT=1 \
+  run fake_direct_nokernels 2 "${L[@]}" "${NOIPC[@]}" --mca coll_themis_dims 2 --env FAKE_CUDA_HOST_VISIBLE=1 --env THEMIS_TEST_CUDA_DIRECT=1 \
     --env FAKE_CUDA_NO_KERNELS=1 --expect "cuda-kernels-unavailable|could not load its CUDA reduction kernels" \
     -- --kinds device --expect nokernels
   # themis-bench with device buffers, every result read back and checked.
-  run fake_bench_2x2 4 "${L[@]}" --mca coll_themis_dims 2x2 --bench bench_themis \
+  run fake_bench_ipc_2x2 4 "${L[@]}" --mca coll_themis_dims 2x2 --bench bench_themis \
+    --colls "allreduce reduce_scatter_block allgather" --expect "^# buffers: CUDA device memory" \
+    --expect "device-direct" \
+    -- -m 256K:1M -i 2 -x 1 -c --mem device --collective allreduce,reduce_scatter_block,allgather \
+    --impl themis,themis_baseline --peers 2,2
+  run fake_bench_2x2 4 "${L[@]}" "${NOIPC[@]}" --mca coll_themis_dims 2x2 --bench bench_themis \
     --colls "allreduce reduce_scatter_block allgather" --expect "^# buffers: CUDA device memory" \
     --verbose 5 --expect "staged through host memory" \
     -- -m 256K:1M -i 2 -x 1 -c --mem device --collective allreduce,reduce_scatter_block,allgather \
@@ -137,6 +160,10 @@ gpu)
     done
   done
   run gpu_pml_split_np2 2 --mca coll_themis_dims 2 -- --kinds split
+  # Device-direct node dimension (CUDA IPC; the auto runs above use it too), dims=auto on
+  # one node, and the staged path it replaces.
+  run gpu_ipc_auto_np4 4 --expect "device-direct: dimension" -- --kinds device
+  run gpu_noipc_2x2_np4 4 --mca coll_themis_cuda_ipc off --mca coll_themis_dims 2x2 -- --kinds device
   for t in pml ucx; do
     run gpu_bench_${t}_np4 4 --mca coll_themis_dims 2x2 --bench bench_themis_$t \
       --colls "allreduce reduce_scatter_block allgather" --expect "^# buffers: CUDA device memory" \

@@ -25,6 +25,8 @@ enum { THEMIS_LOAD_REFERENCE = 0, THEMIS_LOAD_LATENCY = 1 };
 enum { THEMIS_TRANSPORT_AUTO = 0, THEMIS_TRANSPORT_PML = 1, THEMIS_TRANSPORT_UCX = 2 };
 /* coll_themis_cuda: how device buffers move (only registered when built with CUDA). */
 enum { THEMIS_CUDA_AUTO = 0, THEMIS_CUDA_STAGED = 1, THEMIS_CUDA_OFF = 2 };
+/* coll_themis_cuda_ipc: the device-direct node dimension. */
+enum { THEMIS_CUDA_IPC_AUTO = 0, THEMIS_CUDA_IPC_OFF = 1 };
 
 /* The collectives themis takes over, for per-slot bookkeeping. */
 enum {
@@ -63,6 +65,9 @@ typedef struct mca_coll_themis_component_t {
     bool split_packages;        /* auto splits a node whose ranks sit on several packages */
     int cuda;             /* THEMIS_CUDA_* */
     size_t staging_bytes; /* host staging budget for device buffers, per process */
+    char *cuda_driver;    /* the CUDA driver library dlopen()ed: soname or path */
+    int cuda_ipc;         /* THEMIS_CUDA_IPC_* */
+    int cuda_ipc_cache;   /* peers' device allocations kept open per process */
 } mca_coll_themis_component_t;
 
 OMPI_MODULE_DECLSPEC extern mca_coll_themis_component_t mca_coll_themis_component;

@@ -51,6 +51,8 @@ mca_coll_themis_component_t mca_coll_themis_component = {
     .pml_message_bytes = 0,
     .cuda = THEMIS_CUDA_AUTO,
     .staging_bytes = 128 * 1024 * 1024,
+    .cuda_ipc = THEMIS_CUDA_IPC_AUTO,
+    .cuda_ipc_cache = 128,
 };
 
 static const mca_base_var_enum_value_t policy_values[] = {
@@ -66,6 +68,9 @@ static const mca_base_var_enum_value_t cuda_values[] = {{THEMIS_CUDA_AUTO, "auto
                                                        {THEMIS_CUDA_STAGED, "staged"},
                                                        {THEMIS_CUDA_OFF, "off"},
                                                        {0, NULL}};
+static const mca_base_var_enum_value_t cuda_ipc_values[] = {{THEMIS_CUDA_IPC_AUTO, "auto"},
+                                                           {THEMIS_CUDA_IPC_OFF, "off"},
+                                                           {0, NULL}};
 #endif
 static const mca_base_var_enum_value_t load_values[] = {
     {THEMIS_LOAD_REFERENCE, "reference"}, {THEMIS_LOAD_LATENCY, "latency"}, {0, NULL}};
@@ -206,6 +211,24 @@ static int themis_register(void)
                  "process; raised where a plan needs more to make progress (its largest "
                  "(max_active+1) x dimensions chunks) (valid: >= 0)",
                  MCA_BASE_VAR_TYPE_SIZE_T, NULL, OPAL_INFO_LVL_5, &c->staging_bytes);
+    static char *cuda_driver_default = "libcuda.so.1";
+    c->cuda_driver = cuda_driver_default;
+    register_var("cuda_driver",
+                 "The CUDA driver library themis opens at run time (valid: a soname the loader "
+                 "finds, default libcuda.so.1, or an absolute path, which loads exactly that "
+                 "file)",
+                 MCA_BASE_VAR_TYPE_STRING, NULL, OPAL_INFO_LVL_6, &c->cuda_driver);
+    register_enum("cuda_ipc",
+                  "Device-direct node dimensions: ranks of one node exchange device memory "
+                  "through CUDA IPC, network dimensions bounce it through pinned host memory; "
+                  "agreed per communicator at set-up, also runs a dims=auto communicator on one "
+                  "node (valid: auto = where every rank has a CUDA context and IPC works, with "
+                  "coll_themis_cuda=auto; off = never, device data staged as before)",
+                  cuda_ipc_values, OPAL_INFO_LVL_4, &c->cuda_ipc);
+    register_var("cuda_ipc_cache",
+                 "Peers' device allocations kept open (CUDA IPC mappings) per process, least "
+                 "recently used closed first (valid: 1 to 65536)",
+                 MCA_BASE_VAR_TYPE_INT, NULL, OPAL_INFO_LVL_6, &c->cuda_ipc_cache);
 #endif
     return OMPI_SUCCESS;
 }

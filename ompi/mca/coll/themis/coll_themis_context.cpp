@@ -15,6 +15,8 @@
 #include "opal/util/output.h"
 #include "opal/util/show_help.h"
 #include "coll_themis_calibrate.h"
+#include "coll_themis_cuda.h"
+#include "coll_themis_cuda_ipc.h"
 #include "node_packages.h"
 #include "ordering.h"
 #include "topo_file.h"
@@ -127,6 +129,7 @@ Context::Context(ompi_communicator_t *comm, RankLayout layout)
 
 Context::~Context() {
     engine_.reset();
+    device_transport_.reset();
     transport_.reset();
     if (private_comm_) ompi_comm_free(&private_comm_);
 }
@@ -205,8 +208,11 @@ std::string Context::calibrate(mca_coll_themis_module_t *m, const std::vector<st
         say(1, comm_, cost);
     }
     if (!rates.note.empty()) say(1, comm_, rates.note);
-    engine_ = std::make_unique<Engine>(layout_.topology, *transport_, memory_, params().max_active,
-                                       params().max_active_bytes);
+    // The rates were measured over the host transport (device-direct node dimensions are
+    // not calibrated separately yet).
+    engine_ = std::make_unique<Engine>(layout_.topology,
+                                       device_transport_ ? *device_transport_ : *transport_,
+                                       memory_, params().max_active, params().max_active_bytes);
     std::string levels;
     for (const std::string &name : layout_.level_names) levels += (levels.empty() ? "" : ",") + name;
     return describe_rates(rates) + "; levels " + levels;
@@ -281,14 +287,27 @@ std::unique_ptr<Context> Context::create(mca_coll_themis_module_t *m, ompi_commu
         ok = false;
         why = e.what();
     }
-    if (ok && !params().single_dim && is_auto(params().dims) &&
-        active_dimensions(layout.topology) < 2) {
-        // Every rank holds the same layout: all decline together.
-        ok = false;
+    // Whether every rank could run device-direct node dimensions (a CUDA application),
+    // agreed in the same reduction as `ok`.
+    bool cuda_here = false;
+#if THEMIS_HAVE_CUDA
+    cuda_here = cuda::ipc_candidate();
+#endif
+    int mine[2] = {ok ? 1 : 0, cuda_here ? 1 : 0}, all[2] = {0, 0};
+    if (m->previous_allreduce(mine, all, 2, &ompi_mpi_int.dt, &ompi_mpi_op_min.op, comm,
+                              m->previous_allreduce_module) != OMPI_SUCCESS)
+        all[0] = 0;
+    const bool all_cuda = all[1] == 1;
+    if (all[0] == 1 && !params().single_dim && is_auto(params().dims) &&
+        active_dimensions(layout.topology) < 2 && !all_cuda) {
+        // Every rank holds the same layout: all decline together. With device buffers
+        // (every rank a CUDA context) themis runs the node dimension itself, device-direct:
+        // the previous module could only copy them to the host and back.
+        all[0] = 0;
         why = "dims=auto found one dimension (" + layout.topology.to_spec() +
               "): nothing for Themis to balance (coll_themis_single_dim=1 runs it anyway)";
     }
-    if (!all_agree(m, comm, ok)) {
+    if (all[0] != 1) {
         say(1, comm, "not used, previous module kept: " + (why.empty() ? "another rank declined" : why));
         return nullptr;
     }
@@ -306,10 +325,58 @@ std::unique_ptr<Context> Context::create(mca_coll_themis_module_t *m, ompi_commu
                          (failure.empty() ? std::string("on another rank") : "here: " + failure));
         return nullptr;
     }
+    ctx->setup_device_direct(m, placement.node_of, all_cuda);
     // Every rank has a transport now: the rates are measured over it.
     say(1, comm, "selected; dimensions " + ctx->calibrate(m, placement.host_of));
     ctx->open_trace();
     return ctx;
+}
+
+void Context::setup_device_direct(mca_coll_themis_module_t *m, const std::vector<int> &node_of,
+                                  bool all_cuda) {
+#if THEMIS_HAVE_CUDA
+    if (!all_cuda) return; // not a CUDA application everywhere: staged as before
+    std::vector<bool> node_dims = cuda::node_dimensions(layout_, node_of);
+    if (std::find(node_dims.begin(), node_dims.end(), true) == node_dims.end()) return;
+    std::string why;
+    // Every rank reaches this point (all_cuda and the layout are agreed): collective.
+    if (!cuda::ipc_probe(m, comm_, layout_, position_, node_dims, cuda::ipc_candidate(), why)) {
+        say(1, comm_, "device-direct node dimension not used (device data staged): " + why);
+        static bool shown = false;
+        if (!shown && mca_coll_themis_first_process() && params().cuda_ipc != THEMIS_CUDA_IPC_OFF)
+            mca_coll_themis_show_help("cuda-ipc-unavailable", why.c_str());
+        shown = true;
+        return;
+    }
+    bool moves_device = false;
+    if (std::strcmp(transport_name(), "ucx") == 0) {
+        std::string ignored;
+        UcxWorker *worker = process_ucx_worker(ignored);
+        moves_device = worker && worker->supports_cuda();
+    }
+    std::string failure;
+    try {
+        device_transport_ = cuda::make_ipc_transport(*transport_, node_dims, moves_device);
+    } catch (const std::exception &e) {
+        failure = e.what();
+    }
+    if (!all_agree(m, comm_, failure.empty())) { // all ranks in the same mode, or none
+        device_transport_.reset();
+        say(1, comm_, "device-direct node dimension not used (device data staged): " +
+                          (failure.empty() ? std::string("failed on another rank") : failure));
+        return;
+    }
+    std::string dims;
+    for (size_t d = 0; d < node_dims.size(); ++d)
+        if (node_dims[d]) dims += (dims.empty() ? "" : ",") + std::to_string(d);
+    say(1, comm_, "device-direct: dimension(s) " + dims + " by CUDA IPC, others " +
+                      (moves_device ? "by the transport (moves device memory)"
+                                    : "through pinned host memory"));
+#else
+    (void) m;
+    (void) node_of;
+    (void) all_cuda;
+#endif
 }
 
 Policy Context::policy() const {

@@ -37,6 +37,9 @@ class Context {
     const char *transport_name() const { return private_comm_ ? "pml" : "ucx"; }
     int position() const { return position_; }
     HostMemory &memory() { return memory_; }
+    // Device-direct mode (coll_themis_cuda_ipc.h): the engine's transport moves device
+    // memory on every dimension, node dimensions by CUDA IPC.
+    bool device_direct() const { return device_transport_ != nullptr; }
 
     // The request for a collective on this communicator, with the parameters in force
     // (MCA parameters, the communicator's themis_policy info key).
@@ -65,12 +68,16 @@ class Context {
     std::vector<size_t> pml_part_bytes(mca_coll_themis_module_t *m) const;
     // Opens this rank's stage-timing CSV when coll_themis_trace asks for one.
     void open_trace();
+    // Collective: sets up device-direct mode where every rank can (CUDA builds); says why not.
+    void setup_device_direct(mca_coll_themis_module_t *m, const std::vector<int> &node_of,
+                             bool all_cuda);
 
     ompi_communicator_t *comm_;
     ompi_communicator_t *private_comm_ = nullptr; // the PML transport's traffic runs here
     RankLayout layout_;
     int position_;
     std::unique_ptr<Transport> transport_;
+    std::unique_ptr<Transport> device_transport_; // device-direct mode: wraps transport_
     HostMemory memory_;
     std::unique_ptr<Engine> engine_;
     PlanCache cache_;

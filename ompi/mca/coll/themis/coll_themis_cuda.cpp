@@ -9,6 +9,8 @@
 // driver). The price is a little bookkeeping: the kernels' module is loaded per context,
 // and the function pointers are looked up by name, with the ABI versions cuda.h selects.
 #include "coll_themis_cuda.h"
+#include "coll_themis_cuda_driver.h"
+#include "coll_themis_cuda_ipc.h"
 
 #include <dlfcn.h>
 
@@ -40,31 +42,23 @@ const mca_coll_themis_component_t &params() { return mca_coll_themis_component; 
 // ---------------------------------------------------------------------------------------
 // The driver, opened once
 
-// The name libcuda exports for a function: cuda.h maps some names onto versioned ABIs
-// (cuMemAlloc -> cuMemAlloc_v2); the prototypes we call with are those versions.
-#define THEMIS_CU_NAME2(x) #x
-#define THEMIS_CU_NAME(x) THEMIS_CU_NAME2(x)
-
-struct Driver {
-#define THEMIS_CU_FN(fn) decltype(&::fn) fn = nullptr;
-#define THEMIS_CU_FUNCTIONS(X)                                                                   \
-    X(cuGetErrorString) X(cuPointerGetAttributes) X(cuCtxGetCurrent) X(cuCtxSetCurrent)        \
-    X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuEventCreate)                \
-    X(cuEventRecord) X(cuEventQuery) X(cuEventDestroy) X(cuMemAlloc) X(cuMemFree)               \
-    X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemcpyAsync) X(cuModuleLoadData) X(cuModuleUnload)   \
-    X(cuModuleGetFunction) X(cuLaunchKernel)
-    THEMIS_CU_FUNCTIONS(THEMIS_CU_FN)
-#undef THEMIS_CU_FN
-};
+bool fake_driver = false;
 
 // nullptr when there is no usable driver (then no process memory is device memory).
 const Driver *load_driver() {
-    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    // coll_themis_cuda_driver names the library: by default the soname the loader finds.
+    // A path loads exactly that file, even where another libcuda.so.1 is already in the
+    // process (the tests' emulated driver beside a real one; dlopen by soname would
+    // return the library already loaded under that name).
+    const char *name = params().cuda_driver && params().cuda_driver[0] ? params().cuda_driver
+                                                                       : "libcuda.so.1";
+    void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
         opal_output_verbose(1, params().output,
                             "coll:themis: no CUDA driver (%s): every buffer is host memory", dlerror());
         return nullptr;
     }
+    fake_driver = dlsym(lib, "themis_fake_cuda_counters") != nullptr;
     static Driver d;
     std::string missing;
 #define THEMIS_CU_LOAD(fn)                                                                       \
@@ -72,6 +66,11 @@ const Driver *load_driver() {
     if (!d.fn) missing += std::string(missing.empty() ? "" : ", ") + THEMIS_CU_NAME(fn);
     THEMIS_CU_FUNCTIONS(THEMIS_CU_LOAD)
 #undef THEMIS_CU_LOAD
+    // Optional: without them (an old driver) there is no device-direct node dimension.
+#define THEMIS_CU_LOAD_OPTIONAL(fn)                                                              \
+    d.fn = reinterpret_cast<decltype(d.fn)>(dlsym(lib, THEMIS_CU_NAME(fn)));
+    THEMIS_CU_IPC_FUNCTIONS(THEMIS_CU_LOAD_OPTIONAL)
+#undef THEMIS_CU_LOAD_OPTIONAL
     if (!missing.empty()) {
         mca_coll_themis_show_help("cuda-driver-unusable", missing.c_str());
         return nullptr; // never dlclose: the application may hold the same library
@@ -79,13 +78,14 @@ const Driver *load_driver() {
     return &d;
 }
 
+} // namespace
+
 const Driver *driver() {
     if (params().cuda == THEMIS_CUDA_OFF) return nullptr;
     static const Driver *d = load_driver();
     return d;
 }
 
-// The driver, where something already proved there is one.
 const Driver &drv() {
     const Driver *d = driver();
     if (!d) throw std::logic_error("CUDA used without a driver");
@@ -100,7 +100,9 @@ void check(CUresult r, const char *what) {
                              std::to_string(static_cast<int>(r)) + ")");
 }
 
-CUdeviceptr dptr(const void *p) { return reinterpret_cast<CUdeviceptr>(p); }
+bool driver_is_emulated() { return driver() && fake_driver; }
+
+namespace {
 
 // ---------------------------------------------------------------------------------------
 // Memory with a size-keyed cache of released buffers (as HostMemory), over any allocator
@@ -329,7 +331,10 @@ struct Process {
     std::mutex lock; // set-up only; like the rest of themis, calls are not concurrent
     std::map<CUcontext, std::unique_ptr<Device>> devices;
     std::unique_ptr<PinnedMemory> pinned;
-    HostMemory bounce; // host copies for the previous module and host reductions
+    HostMemory bounce; // host copies for host reductions of device data
+    // Host copies of device buffers for the previous module (small calls): pinned, so a
+    // copy is one DMA on the work stream, and kept between calls (no allocation per call).
+    std::unique_ptr<PinnedMemory> views;
 };
 Process *process = nullptr;
 
@@ -356,6 +361,17 @@ PinnedMemory &pinned() {
     std::lock_guard<std::mutex> guard(p.lock);
     if (!p.pinned) p.pinned = std::make_unique<PinnedMemory>(std::max<size_t>(params().staging_bytes, 1));
     return *p.pinned;
+}
+
+// Host views of small device buffers are kept up to this many bytes (pinned memory is
+// precious too; larger views still work, their memory is just not kept).
+constexpr size_t kViewCacheLimit = size_t(16) << 20;
+
+PinnedMemory &views() {
+    Process &p = proc();
+    std::lock_guard<std::mutex> guard(p.lock);
+    if (!p.views) p.views = std::make_unique<PinnedMemory>(kViewCacheLimit);
+    return *p.views;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -435,11 +451,15 @@ bool direct(const Context &ctx) {
     // Test hook (test/mpi/cuda_run.sh fake): an emulated driver whose device memory the
     // host can read stands for a transport that moves device memory. Never set it with
     // a real GPU: the PML would then read device memory and crash.
+    // Honoured only with the emulated driver, so that a real GPU can never run it.
     static const bool test_direct = [] {
         const char *v = std::getenv("THEMIS_TEST_CUDA_DIRECT");
-        return v && std::strcmp(v, "1") == 0;
+        return v && std::strcmp(v, "1") == 0 && driver_is_emulated();
     }();
     if (test_direct) return true;
+    // The device-direct node dimension (coll_themis_cuda_ipc.h): its transport moves
+    // device memory on every dimension.
+    if (ctx.device_direct()) return true;
     if (std::strcmp(ctx.transport_name(), "ucx") != 0) return false;
     std::string why;
     UcxWorker *worker = process_ucx_worker(why);
@@ -447,6 +467,8 @@ bool direct(const Context &ctx) {
 }
 
 Memory &device_memory() { return device().memory(); }
+
+Memory &pinned_memory() { return pinned(); }
 
 DeviceBuffer::DeviceBuffer(size_t bytes)
     : buf_(static_cast<char *>(device().memory().acquire(bytes))), bytes_(bytes) {}
@@ -555,7 +577,7 @@ HostView::HostView(const void *buf, ompi_datatype_t *dtype, size_t count, bool c
     ptrdiff_t lo = 0, hi = 0;
     span_of(dtype, count, lo, hi);
     host_bytes_ = static_cast<size_t>(hi - lo);
-    host_ = static_cast<char *>(proc().bounce.acquire(host_bytes_));
+    host_ = static_cast<char *>(views().acquire(host_bytes_));
     view_ = host_ - lo; // the user's address shifted into the copy, as datatypes expect
     // A datatype with gaps: copy_back() writes the whole span back, gaps included, so
     // they must hold the user's bytes, not ours.
@@ -563,14 +585,17 @@ HostView::HostView(const void *buf, ompi_datatype_t *dtype, size_t count, bool c
         try {
             copy(host_, user_ + lo, host_bytes_);
         } catch (...) {
-            proc().bounce.release(host_, host_bytes_);
+            views().release(host_, host_bytes_);
             throw;
         }
     }
 }
 
 HostView::~HostView() {
-    if (host_) proc().bounce.release(host_, host_bytes_);
+    try {
+        if (host_) views().release(host_, host_bytes_);
+    } catch (...) {
+    }
 }
 
 void HostView::copy_back(size_t count) {
@@ -589,8 +614,10 @@ extern "C" void mca_coll_themis_cuda_finalize(void) {
     // Before MPI_Finalize returns the application's contexts normally still exist; where
     // they are gone the driver calls fail, and the failures are ignored.
     try {
+        mca_coll_themis_cuda_ipc_finalize();
         process->devices.clear();
         process->pinned.reset();
+        process->views.reset();
     } catch (...) {
     }
 }

@@ -52,6 +52,9 @@ bool direct(const Context &ctx);
 // Memory when the work buffer is in device memory.
 Memory &device_memory();
 
+// Pinned host buffers (the staging pool; copies between them are host copies).
+Memory &pinned_memory();
+
 // A device temporary for the length of a call.
 class DeviceBuffer {
   public:

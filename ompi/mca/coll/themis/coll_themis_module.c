@@ -103,6 +103,9 @@ int mca_coll_themis_init_query(bool enable_progress_threads, bool enable_mpi_thr
     check_range("coll_themis_chunks", &c->chunks, 1, 4096, 128);
     check_range("coll_themis_max_active", &c->max_active, 1, 64, 4);
     check_range("coll_themis_plan_cache_size", &c->plan_cache_size, 1, 4096, 64);
+#if THEMIS_HAVE_CUDA
+    check_range("coll_themis_cuda_ipc_cache", &c->cuda_ipc_cache, 1, 65536, 128);
+#endif
     check_real_range("coll_themis_threshold", &c->threshold, 0, 1, 1.0 / 16);
     check_real_range("coll_themis_calibration_seconds", &c->calibration_seconds, 0, 60, 0.5);
     if (0 == c->min_chunk_bytes) c->min_chunk_bytes = 1;

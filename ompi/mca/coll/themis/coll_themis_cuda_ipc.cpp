@@ -1,0 +1,493 @@
+// coll_themis_cuda_ipc.cpp: the device-direct node dimension (see coll_themis_cuda_ipc.h).
+#include "coll_themis_cuda_ipc.h"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <list>
+#include <map>
+#include <stdexcept>
+#include <tuple>
+
+#include "coll_themis_cuda.h"
+#include "coll_themis_cuda_driver.h"
+
+#include "opal/util/output.h"
+
+namespace themis {
+namespace cuda {
+
+namespace {
+
+const mca_coll_themis_component_t &params() { return mca_coll_themis_component; }
+
+bool have_ipc(const Driver &d) {
+    return d.cuIpcGetMemHandle && d.cuIpcOpenMemHandle && d.cuIpcCloseMemHandle &&
+           d.cuMemGetAddressRange;
+}
+
+// ---------------------------------------------------------------------------------------
+// Exported allocations and opened peer allocations, process-wide (communicators share
+// peers and buffers).
+
+struct Export {
+    CUipcMemHandle handle;
+    uint64_t base = 0;
+    uint64_t id = 0; // CU_POINTER_ATTRIBUTE_BUFFER_ID: tells a reused address apart
+};
+
+// An allocation's identity: the exporting process, its base address, its buffer id.
+using PeerKey = std::tuple<int, uint64_t, uint64_t>;
+
+struct Mapping {
+    PeerKey key;
+    CUdeviceptr base = 0;
+    int users = 0; // copies that read it now: never closed while > 0
+};
+
+class IpcCache {
+  public:
+    // The export of the allocation holding `p` (cached; an address reused by a new
+    // allocation has a new buffer id, so it is exported again).
+    Export exported(const void *p, uint64_t &offset) {
+        const Driver &d = drv();
+        CUdeviceptr base = 0;
+        size_t size = 0;
+        check(d.cuMemGetAddressRange(&base, &size, dptr(p)), "cuMemGetAddressRange");
+        unsigned long long id = 0;
+        CUpointer_attribute attr = CU_POINTER_ATTRIBUTE_BUFFER_ID;
+        void *data = &id;
+        check(d.cuPointerGetAttributes(1, &attr, &data, base), "cuPointerGetAttributes (buffer id)");
+        offset = uint64_t(dptr(p) - base);
+        auto it = exports_.find(uint64_t(base));
+        if (it != exports_.end() && it->second.id == id) return it->second;
+        Export e;
+        check(d.cuIpcGetMemHandle(&e.handle, base), "cuIpcGetMemHandle");
+        e.base = uint64_t(base);
+        e.id = id;
+        if (exports_.size() >= limit()) exports_.clear(); // handles are cheap to ask again
+        exports_[e.base] = e;
+        return e;
+    }
+
+    // The local address of a peer's allocation, opened once and kept; release() when the
+    // copy that reads it is done.
+    Mapping *open(int pid, const Export &e) {
+        const PeerKey key{pid, e.base, e.id};
+        for (auto it = lru_.begin(); it != lru_.end(); ++it)
+            if (it->key == key) {
+                lru_.splice(lru_.begin(), lru_, it); // most recently used first
+                ++lru_.front().users;
+                return &lru_.front();
+            }
+        // The exporter freed an allocation at that address and made a new one: the old
+        // mapping would only keep dead memory alive.
+        for (auto it = lru_.begin(); it != lru_.end();) {
+            if (std::get<0>(it->key) == pid && std::get<1>(it->key) == e.base && it->users == 0) {
+                close(*it);
+                it = lru_.erase(it);
+            } else {
+                ++it;
+            }
+        }
+        trim(limit() > 0 ? limit() - 1 : 0);
+        Mapping m;
+        m.key = key;
+        check(drv().cuIpcOpenMemHandle(&m.base, e.handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
+              "cuIpcOpenMemHandle");
+        m.users = 1;
+        lru_.push_front(m);
+        ++opened_;
+        return &lru_.front();
+    }
+
+    void release(Mapping *m) {
+        --m->users;
+        trim(limit());
+    }
+
+    void clear() {
+        for (Mapping &m : lru_) close(m);
+        lru_.clear();
+        exports_.clear();
+    }
+
+    uint64_t opened() const { return opened_; }
+
+  private:
+    static size_t limit() { return size_t(std::max(1, params().cuda_ipc_cache)); }
+    // Closes the least recently used mappings no copy reads until at most `n` remain.
+    void trim(size_t n) {
+        for (auto it = lru_.end(); lru_.size() > n && it != lru_.begin();) {
+            --it;
+            if (it->users == 0) {
+                close(*it);
+                it = lru_.erase(it);
+            }
+        }
+    }
+    static void close(Mapping &m) { (void) drv().cuIpcCloseMemHandle(m.base); }
+
+    std::list<Mapping> lru_;
+    std::map<uint64_t, Export> exports_;
+    uint64_t opened_ = 0;
+};
+
+IpcCache *cache_ = nullptr;
+IpcCache &cache() {
+    if (!cache_) cache_ = new IpcCache;
+    return *cache_;
+}
+
+// ---------------------------------------------------------------------------------------
+// The wire: one control message per direction and message, both the same size.
+
+enum : uint32_t { kMagic = 0x74686d69u, kReady = 1, kDone = 2 };
+
+struct Control {
+    uint32_t magic = kMagic;
+    uint32_t kind = 0;
+    int32_t pid = 0;
+    int32_t status = 0; // kDone: 0, or the receiver failed (the sender fails too)
+    uint64_t bytes = 0;
+    uint64_t offset = 0; // of the message in the exported allocation
+    Export where;
+};
+
+class IpcTransport : public Transport {
+  public:
+    IpcTransport(Transport &base, std::vector<bool> node_dims, bool base_moves_device)
+        : base_(base), node_dims_(std::move(node_dims)), base_moves_device_(base_moves_device) {
+        check(drv().cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate (ipc)");
+    }
+
+    ~IpcTransport() override {
+        // Every request has completed (the engine drains each call); "done" messages may
+        // still be on their way out.
+        try {
+            while (!lingering_.empty()) progress();
+            for (CUevent e : spare_) (void) drv().cuEventDestroy(e);
+            (void) drv().cuStreamDestroy(stream_);
+        } catch (...) {
+        }
+    }
+
+    Request isend(int dim, int peer, const void *buf, size_t bytes, int tag) override {
+        auto r = std::make_unique<Req>(Req::Send, dim, peer, tag, const_cast<void *>(buf), bytes);
+        if (!node_dims_[size_t(dim)]) return start_network(std::move(r));
+        const void *src = buf;
+        if (!on_device(buf)) { // a host buffer: its bytes go out of a device temporary
+            r->temp = static_cast<char *>(device_memory().acquire(bytes));
+            r->temp_device = true;
+            copy(r->temp, buf, bytes);
+            src = r->temp;
+        }
+        r->out.kind = kReady;
+        r->out.pid = int32_t(getpid());
+        r->out.bytes = bytes;
+        r->out.where = cache().exported(src, r->out.offset);
+        r->ctrl_send = base_.isend(dim, peer, &r->out, sizeof(Control), tag);
+        expect(*r);
+        return r.release();
+    }
+
+    Request irecv(int dim, int peer, void *buf, size_t bytes, int tag) override {
+        auto r = std::make_unique<Req>(Req::Receive, dim, peer, tag, buf, bytes);
+        if (!node_dims_[size_t(dim)]) return start_network(std::move(r));
+        expect(*r);
+        return r.release();
+    }
+
+    bool test(Request req) override {
+        Req *r = static_cast<Req *>(req);
+        poll_lingering();
+        if (!advance(*r)) return false;
+        delete r;
+        return true;
+    }
+
+    void progress() override {
+        base_.progress();
+        poll_lingering();
+    }
+
+  private:
+    struct Req {
+        enum Kind { Send, Receive } kind;
+        int dim, peer, tag;
+        char *buf;
+        size_t bytes;
+        Req(Kind k, int d, int p, int t, void *b, size_t n)
+            : kind(k), dim(d), peer(p), tag(t), buf(static_cast<char *>(b)), bytes(n) {}
+        ~Req() {
+            try {
+                if (temp) (temp_device ? device_memory() : pinned_memory()).release(temp, bytes);
+            } catch (...) {
+            }
+        }
+        bool network = false;
+        Request inner = nullptr;     // network: the wrapped transport's request
+        char *temp = nullptr;        // device temporary (host send) or pinned bounce
+        bool temp_device = false;
+        Control out;                 // send: the "ready" descriptor
+        Request ctrl_send = nullptr; // send: the descriptor on its way
+        bool have_control = false;   // the peer's message for us has arrived
+        Control in;
+        Mapping *mapping = nullptr;  // receive: the peer's allocation while copying
+        CUevent copied = nullptr;    // receive: passes once the copy has landed
+    };
+
+    // A receive of one control message from (dim, peer, tag), posted in order; what
+    // arrives is sorted by kind: a "ready" for our receive, a "done" for our send.
+    struct Slot {
+        Control msg;
+        Request req;
+    };
+    using Key = std::tuple<int, int, int>;
+    struct Channel {
+        std::list<Slot> slots;
+        std::list<Control> ready, done;
+    };
+
+    void expect(Req &r) {
+        Channel &c = channels_[Key{r.dim, r.peer, r.tag}];
+        c.slots.emplace_back();
+        Slot &s = c.slots.back();
+        s.req = base_.irecv(r.dim, r.peer, &s.msg, sizeof(Control), r.tag);
+    }
+
+    // True (and `out` filled) once the control message of `kind` for (dim, peer, tag) is in.
+    bool take(const Req &r, uint32_t kind, Control &out) {
+        auto it = channels_.find(Key{r.dim, r.peer, r.tag});
+        if (it == channels_.end()) throw std::logic_error("CUDA IPC: control channel missing");
+        Channel &c = it->second;
+        while (!c.slots.empty() && base_.test(c.slots.front().req)) {
+            const Control &m = c.slots.front().msg;
+            if (m.magic != kMagic || (m.kind != kReady && m.kind != kDone))
+                throw std::runtime_error("CUDA IPC: malformed control message from a peer");
+            (m.kind == kReady ? c.ready : c.done).push_back(m);
+            c.slots.pop_front();
+        }
+        auto &q = kind == kReady ? c.ready : c.done;
+        if (q.empty()) return false;
+        out = q.front();
+        q.pop_front();
+        if (c.slots.empty() && c.ready.empty() && c.done.empty()) channels_.erase(it);
+        return true;
+    }
+
+    bool advance(Req &r) {
+        if (r.network) return advance_network(r);
+        if (r.kind == Req::Send) {
+            if (r.ctrl_send && base_.test(r.ctrl_send)) r.ctrl_send = nullptr;
+            if (!r.have_control) r.have_control = take(r, kDone, r.in);
+            if (r.ctrl_send || !r.have_control) return false;
+            if (r.in.status != 0)
+                throw std::runtime_error("CUDA IPC: the peer could not read this rank's device memory");
+            return true;
+        }
+        if (!r.have_control) {
+            if (!take(r, kReady, r.in)) return false;
+            r.have_control = true;
+            start_copy(r);
+        }
+        const CUresult q = drv().cuEventQuery(r.copied);
+        if (q == CUDA_ERROR_NOT_READY) return false;
+        check(q, "cuEventQuery (ipc copy)");
+        spare_.push_back(r.copied);
+        r.copied = nullptr;
+        cache().release(r.mapping);
+        r.mapping = nullptr;
+        send_done(r, 0);
+        return true;
+    }
+
+    void start_copy(Req &r) {
+        if (r.in.bytes != r.bytes) {
+            send_done(r, 1);
+            throw std::runtime_error("CUDA IPC: message size differs from the peer's");
+        }
+        try {
+            r.mapping = cache().open(r.in.pid, r.in.where);
+            const CUdeviceptr src = r.mapping->base + r.in.offset;
+            check(drv().cuMemcpyAsync(dptr(r.buf), src, r.bytes, stream_), "cuMemcpyAsync (ipc)");
+            if (spare_.empty()) {
+                check(drv().cuEventCreate(&r.copied, CU_EVENT_DISABLE_TIMING), "cuEventCreate (ipc)");
+            } else {
+                r.copied = spare_.back();
+                spare_.pop_back();
+            }
+            check(drv().cuEventRecord(r.copied, stream_), "cuEventRecord (ipc)");
+            copies_++;
+        } catch (...) {
+            if (r.mapping) cache().release(r.mapping);
+            r.mapping = nullptr;
+            send_done(r, 1); // the sender must not wait forever
+            throw;
+        }
+    }
+
+    void send_done(const Req &r, int32_t status) {
+        lingering_.emplace_back();
+        Linger &l = lingering_.back();
+        l.msg.kind = kDone;
+        l.msg.pid = int32_t(getpid());
+        l.msg.status = status;
+        l.req = base_.isend(r.dim, r.peer, &l.msg, sizeof(Control), r.tag);
+    }
+
+    void poll_lingering() {
+        for (auto it = lingering_.begin(); it != lingering_.end();)
+            it = base_.test(it->req) ? lingering_.erase(it) : std::next(it);
+    }
+
+    // Network dimensions: the wrapped transport, device bytes through pinned host memory
+    // unless it moves device memory itself.
+    Request start_network(std::unique_ptr<Req> r) {
+        r->network = true;
+        char *at = r->buf;
+        if (!base_moves_device_ && on_device(r->buf)) {
+            r->temp = static_cast<char *>(pinned_memory().acquire(r->bytes));
+            if (r->kind == Req::Send) copy(r->temp, r->buf, r->bytes);
+            at = r->temp;
+        }
+        r->inner = r->kind == Req::Send ? base_.isend(r->dim, r->peer, at, r->bytes, r->tag)
+                                        : base_.irecv(r->dim, r->peer, at, r->bytes, r->tag);
+        return r.release();
+    }
+
+    bool advance_network(Req &r) {
+        if (!base_.test(r.inner)) return false;
+        if (r.temp && r.kind == Req::Receive) copy(r.buf, r.temp, r.bytes);
+        return true;
+    }
+
+    struct Linger {
+        Control msg;
+        Request req;
+    };
+
+    Transport &base_;
+    std::vector<bool> node_dims_;
+    bool base_moves_device_;
+    CUstream stream_ = nullptr;
+    std::map<Key, Channel> channels_;
+    std::list<Linger> lingering_;
+    std::vector<CUevent> spare_;
+    uint64_t copies_ = 0;
+};
+
+} // namespace
+
+bool ipc_candidate() {
+    if (params().cuda != THEMIS_CUDA_AUTO || params().cuda_ipc == THEMIS_CUDA_IPC_OFF) return false;
+    const Driver *d = driver();
+    if (!d || !have_ipc(*d)) return false;
+    CUcontext ctx = nullptr;
+    return d->cuCtxGetCurrent(&ctx) == CUDA_SUCCESS && ctx != nullptr;
+}
+
+std::vector<bool> node_dimensions(const RankLayout &layout, const std::vector<int> &node_of) {
+    const Topology &topo = layout.topology;
+    std::vector<bool> node(size_t(topo.num_dims()), false);
+    for (int d = 0; d < topo.num_dims(); ++d) {
+        if (topo.dim(d).peers < 2) continue;
+        bool all = true;
+        for (int p = 0; all && p < topo.size(); ++p)
+            for (int c = 0; all && c < topo.dim(d).peers; ++c)
+                all = node_of[size_t(layout.rank_at[size_t(topo.with_coord(p, d, c))])] ==
+                      node_of[size_t(layout.rank_at[size_t(p)])];
+        node[size_t(d)] = all;
+    }
+    return node;
+}
+
+bool ipc_probe(mca_coll_themis_module_t *m, ompi_communicator_t *comm, const RankLayout &layout,
+               int position, const std::vector<bool> &node_dims, bool candidate, std::string &why) {
+    struct Probe {
+        int32_t ok;
+        int32_t pid;
+        uint64_t offset;
+        Export where;
+    };
+    constexpr size_t kBytes = 64;
+    const int size = ompi_comm_size(comm), me = ompi_comm_rank(comm);
+    Probe mine{};
+    mine.pid = int32_t(getpid());
+    char *buf = nullptr;
+    std::string failure;
+    try {
+        if (candidate) {
+            buf = static_cast<char *>(device_memory().acquire(kBytes));
+            uint64_t pattern[kBytes / 8];
+            for (auto &v : pattern) v = 0x7468656d6973ull ^ uint64_t(me);
+            copy(buf, pattern, kBytes);
+            mine.where = cache().exported(buf, mine.offset);
+            mine.ok = 1;
+        }
+    } catch (const std::exception &e) {
+        failure = e.what();
+    }
+    std::vector<Probe> all(static_cast<size_t>(size));
+    int rc = m->previous_allgather(&mine, sizeof mine, &ompi_mpi_byte.dt, all.data(), sizeof mine,
+                                   &ompi_mpi_byte.dt, comm, m->previous_allgather_module);
+    bool ok = rc == OMPI_SUCCESS && mine.ok;
+    for (const Probe &p : all) ok = ok && p.ok;
+    // Read every node-dimension peer's buffer through its handle and check the pattern.
+    const Topology &topo = layout.topology;
+    for (int d = 0; ok && d < topo.num_dims(); ++d) {
+        if (!node_dims[size_t(d)]) continue;
+        for (int c = 0; ok && c < topo.dim(d).peers; ++c) {
+            const int pos = topo.with_coord(position, d, c);
+            if (pos == position) continue;
+            const int rank = layout.rank_at[size_t(pos)];
+            try {
+                Mapping *map = cache().open(all[size_t(rank)].pid, all[size_t(rank)].where);
+                uint64_t got[kBytes / 8];
+                try {
+                    copy(got, reinterpret_cast<const void *>(map->base + all[size_t(rank)].offset), kBytes);
+                } catch (...) {
+                    cache().release(map);
+                    throw;
+                }
+                cache().release(map);
+                for (uint64_t v : got)
+                    if (v != (0x7468656d6973ull ^ uint64_t(rank)))
+                        throw std::runtime_error("a peer's device memory read back wrong");
+            } catch (const std::exception &e) {
+                ok = false;
+                failure = e.what();
+            }
+        }
+    }
+    int flag = ok ? 1 : 0, every = 0;
+    rc = m->previous_allreduce(&flag, &every, 1, &ompi_mpi_int.dt, &ompi_mpi_op_min.op, comm,
+                               m->previous_allreduce_module);
+    if (buf) device_memory().release(buf, kBytes); // every peer is done reading it
+    if (rc == OMPI_SUCCESS && every == 1) return true;
+    if (!candidate)
+        why = "this rank cannot (coll_themis_cuda_ipc=off, coll_themis_cuda not auto, no CUDA "
+              "context, or a driver without IPC)";
+    else
+        why = failure.empty() ? "another rank cannot" : failure;
+    return false;
+}
+
+std::unique_ptr<Transport> make_ipc_transport(Transport &base, std::vector<bool> node_dims,
+                                              bool base_moves_device) {
+    return std::make_unique<IpcTransport>(base, std::move(node_dims), base_moves_device);
+}
+
+} // namespace cuda
+} // namespace themis
+
+extern "C" void mca_coll_themis_cuda_ipc_finalize(void) {
+    using namespace themis::cuda;
+    if (!cache_) return;
+    try {
+        cache_->clear();
+    } catch (...) {
+    }
+    delete cache_;
+    cache_ = nullptr;
+}
