@@ -112,7 +112,7 @@ extern "C" int mca_coll_themis_allgather(const void *sbuf, int scount,
     if (!unsupported) unsupported = too_small(type_size * elements);
 #if THEMIS_HAVE_CUDA
     if (cuda::on_device(sbuf) || cuda::on_device(rbuf))
-        return run_or_delegate(
+        return run_device_or_delegate(
             module, comm, THEMIS_COLL_ALLGATHER, "MPI_Allgather", unsupported,
             [&](Context &ctx) { allgather_device(ctx, sbuf, scount, sdtype, rbuf, rcount, rdtype); },
             [&](mca_coll_themis_module_t *m) {

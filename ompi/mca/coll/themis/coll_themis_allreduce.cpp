@@ -91,7 +91,7 @@ extern "C" int mca_coll_themis_allreduce(const void *sbuf, void *rbuf, int count
     if (!unsupported) unsupported = too_small(type_size * static_cast<size_t>(count));
 #if THEMIS_HAVE_CUDA
     if (cuda::on_device(sbuf) || cuda::on_device(rbuf))
-        return run_or_delegate(
+        return run_device_or_delegate(
             module, comm, THEMIS_COLL_ALLREDUCE, "MPI_Allreduce", unsupported,
             [&](Context &ctx) { allreduce_device(ctx, sbuf, rbuf, count, dtype, op); },
             [&](mca_coll_themis_module_t *m) {

@@ -287,11 +287,12 @@ std::unique_ptr<Context> Context::create(mca_coll_themis_module_t *m, ompi_commu
         ok = false;
         why = e.what();
     }
-    // Whether every rank could run device-direct node dimensions (a CUDA application),
-    // agreed in the same reduction as `ok`.
+    // Whether every rank could run device-direct node dimensions (a CUDA application whose
+    // set-up call carries device buffers: see run_device_or_delegate), agreed in the same
+    // reduction as `ok`.
     bool cuda_here = false;
 #if THEMIS_HAVE_CUDA
-    cuda_here = cuda::ipc_candidate();
+    cuda_here = m->device_call && cuda::ipc_candidate();
 #endif
     int mine[2] = {ok ? 1 : 0, cuda_here ? 1 : 0}, all[2] = {0, 0};
     if (m->previous_allreduce(mine, all, 2, &ompi_mpi_int.dt, &ompi_mpi_op_min.op, comm,

@@ -38,6 +38,22 @@ int run_or_delegate(mca_coll_base_module_t *module, ompi_communicator_t *comm, i
 }
 
 #if THEMIS_HAVE_CUDA
+// run_or_delegate for a call with device buffers. Whether a communicator runs its node
+// dimensions device-direct is decided once, at set-up, by every rank together: only a
+// communicator whose first call carries device buffers everywhere (a GPU application's
+// gradient communicator, say) pays the device-memory path for host buffers later;
+// one set up by host buffers keeps the plain transport.
+template <typename Run, typename Previous>
+int run_device_or_delegate(mca_coll_base_module_t *module, ompi_communicator_t *comm,
+                           int collective, const char *name, const char *unsupported, Run run,
+                           Previous previous) {
+    auto *m = reinterpret_cast<mca_coll_themis_module_t *>(module);
+    m->device_call = true;
+    const int rc = run_or_delegate(module, comm, collective, name, unsupported, run, previous);
+    m->device_call = false;
+    return rc;
+}
+
 // The previous module for a call with device buffers: `call` runs it on host copies
 // (cuda::HostView); a CUDA failure becomes an MPI error, as inside themis.
 template <typename Call> int previous_through_host(const char *name, Call call) {

@@ -137,7 +137,7 @@ extern "C" int mca_coll_themis_reduce_scatter(const void *sbuf, void *rbuf, cons
     const size_t total = std::accumulate(counts.begin(), counts.end(), size_t(0));
 #if THEMIS_HAVE_CUDA
     if (cuda::on_device(sbuf) || cuda::on_device(rbuf))
-        return run_or_delegate(
+        return run_device_or_delegate(
             module, comm, THEMIS_COLL_REDUCE_SCATTER, "MPI_Reduce_scatter",
             unsupported_for(dtype, op, total),
             [&](Context &ctx) { reduce_scatter_device(ctx, sbuf, rbuf, counts, dtype, op); },
@@ -169,7 +169,7 @@ extern "C" int mca_coll_themis_reduce_scatter_block(const void *sbuf, void *rbuf
     const std::vector<int> counts(ompi_comm_size(comm), rcount);
 #if THEMIS_HAVE_CUDA
     if (cuda::on_device(sbuf) || cuda::on_device(rbuf))
-        return run_or_delegate(
+        return run_device_or_delegate(
             module, comm, THEMIS_COLL_REDUCE_SCATTER_BLOCK, "MPI_Reduce_scatter_block",
             unsupported_for(dtype, op, counts.size() * static_cast<size_t>(rcount)),
             [&](Context &ctx) { reduce_scatter_device(ctx, sbuf, rbuf, counts, dtype, op); },
