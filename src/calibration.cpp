@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <new>
 
 namespace themis {
 
@@ -48,9 +49,30 @@ ExchangePeers exchange_peers(const Dimension &dim, int me) {
     return all;
 }
 
-CalibrationExchange::CalibrationExchange(const Topology &topo, int position, Transport &transport)
-    : topo_(topo), position_(position), transport_(transport), send_(topo.num_dims()),
-      recv_(topo.num_dims()) {}
+CalibrationExchange::CalibrationExchange(const Topology &topo, int position, Transport &transport,
+                                         Memory *buffers)
+    : topo_(topo), position_(position), transport_(transport), memory_(buffers),
+      send_(topo.num_dims()), recv_(topo.num_dims()) {}
+
+CalibrationExchange::~CalibrationExchange() {
+    for (Buffer &b : send_) release(b);
+    for (Buffer &b : recv_) release(b);
+}
+
+char *CalibrationExchange::grown(Buffer &b, size_t bytes) {
+    if (bytes <= b.bytes) return b.data;
+    release(b);
+    b.data = static_cast<char *>(memory_ ? memory_->acquire(bytes) : ::operator new(bytes));
+    b.bytes = bytes;
+    return b.data;
+}
+
+void CalibrationExchange::release(Buffer &b) {
+    if (!b.data) return;
+    if (memory_) memory_->release(b.data, b.bytes);
+    else ::operator delete(b.data);
+    b = Buffer();
+}
 
 std::vector<double> CalibrationExchange::run(const std::vector<int> &dims,
                                              const std::vector<size_t> &bytes) {
@@ -60,14 +82,13 @@ std::vector<double> CalibrationExchange::run(const std::vector<int> &dims,
         const ExchangePeers peers = exchange_peers(topo_.dim(d), topo_.coord(position_, d));
         // The bytes are split evenly over the peers the rank sends to.
         const size_t share = std::max<size_t>(1, (bytes[i] + peers.to.size() - 1) / peers.to.size());
-        send_[d].resize(std::max(send_[d].size(), share));
-        recv_[d].resize(std::max(recv_[d].size(), share * peers.from.size()));
+        char *send = grown(send_[d], share), *recv = grown(recv_[d], share * peers.from.size());
         PendingDimension p{d, {}, now(), 0};
         for (size_t k = 0; k < peers.from.size(); ++k)
-            p.requests.push_back(transport_.irecv(d, peers.from[k], recv_[d].data() + share * k,
-                                                  share, kCalibrationTag));
+            p.requests.push_back(
+                transport_.irecv(d, peers.from[k], recv + share * k, share, kCalibrationTag));
         for (int c : peers.to) {
-            p.requests.push_back(transport_.isend(d, c, send_[d].data(), share, kCalibrationTag));
+            p.requests.push_back(transport_.isend(d, c, send, share, kCalibrationTag));
             bytes_sent_ += share;
         }
         pending.push_back(std::move(p));
@@ -196,7 +217,7 @@ double bandwidth_of(size_t bytes, size_t small_bytes, double large, double small
 
 CalibrationResult calibrate(const Topology &topo, int position, Transport &transport,
                             const std::vector<int> &measured, const AgreeMax &agree,
-                            const CalibrationSettings &settings) {
+                            const CalibrationSettings &settings, Memory *buffers) {
     const double start = now();
     CalibrationResult result;
     result.dims.assign(topo.num_dims(), DimensionRates());
@@ -216,7 +237,7 @@ CalibrationResult calibrate(const Topology &topo, int position, Transport &trans
     // One untimed exchange with every peer first: a transport that connects on first use
     // (Open MPI's TCP BTL does) would otherwise charge the connections to the first phase,
     // whose probing would then settle on too small a size. The budget starts after it.
-    CalibrationExchange exchange(topo, position, transport);
+    CalibrationExchange exchange(topo, position, transport, buffers);
     exchange.run(measured, std::vector<size_t>(measured.size(), settings.latency_bytes));
     std::vector<double> all_connected = {0};
     agree(all_connected);

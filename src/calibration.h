@@ -90,7 +90,13 @@ ExchangePeers exchange_peers(const Dimension &dim, int me);
 // One exchange on a set of dimensions (see the pattern above), over a Transport.
 class CalibrationExchange {
   public:
-    CalibrationExchange(const Topology &topo, int position, Transport &transport);
+    // `buffers`: where the exchanged bytes live (device memory for a transport that moves
+    // it, so the rate measured is the one device buffers meet); nullptr = host memory.
+    CalibrationExchange(const Topology &topo, int position, Transport &transport,
+                        Memory *buffers = nullptr);
+    ~CalibrationExchange();
+    CalibrationExchange(const CalibrationExchange &) = delete;
+    CalibrationExchange &operator=(const CalibrationExchange &) = delete;
     // Runs it to completion, dimension dims[i] sending bytes[i]; per topology dimension,
     // the seconds until this rank's sends and receives there completed (0 for dimensions
     // not in `dims`).
@@ -101,15 +107,26 @@ class CalibrationExchange {
     const Topology &topo_;
     int position_;
     Transport &transport_;
-    std::vector<std::vector<char>> send_, recv_; // per dimension, grown on demand
+    // A buffer that only grows, from `memory_` (or the heap).
+    struct Buffer {
+        char *data = nullptr;
+        size_t bytes = 0;
+    };
+    char *grown(Buffer &b, size_t bytes);
+    void release(Buffer &b);
+
+    Memory *memory_;
+    std::vector<Buffer> send_, recv_; // per dimension
     uint64_t bytes_sent_ = 0;
 };
 
 // Measures `measured` (dimensions of `topo` with more than one peer) as described above.
 // Collective over every rank of the topology.
+// `buffers` as for CalibrationExchange.
 CalibrationResult calibrate(const Topology &topo, int position, Transport &transport,
                             const std::vector<int> &measured, const AgreeMax &agree,
-                            const CalibrationSettings &settings = CalibrationSettings());
+                            const CalibrationSettings &settings = CalibrationSettings(),
+                            Memory *buffers = nullptr);
 
 // The size of the next probing exchange: `bytes` (a power of two) scaled towards
 // `target_seconds` from the agreed time `seconds` it took, rounded down to a power of two

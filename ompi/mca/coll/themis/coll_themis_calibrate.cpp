@@ -43,7 +43,7 @@ std::map<std::string, std::vector<DimensionRates>> &calibrated_layouts() {
 }
 
 std::string process_key(ompi_communicator_t *comm, const RankLayout &layout,
-                        const char *transport_name) {
+                        const std::string &transport_name) {
     std::ostringstream key;
     key << transport_name;
     for (const Dimension &d : layout.topology.dims())
@@ -125,7 +125,8 @@ void store_in_file(ompi_communicator_t *comm, const Topology &measured, const st
 
 CalibratedTopology calibrated_topology(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
                                        const RankLayout &layout, int position,
-                                       Transport &transport, const char *transport_name,
+                                       Transport &transport, Memory *buffers,
+                                       const std::string &transport_name,
                                        const std::vector<std::string> &host_at_position) {
     const Topology &given = layout.topology;
     const bool bw_given = spec_gives(params().dims, "bw"), lat_given = spec_gives(params().dims, "lat");
@@ -154,7 +155,7 @@ CalibratedTopology calibrated_topology(mca_coll_themis_module_t *m, ompi_communi
         settings.budget_seconds = params().calibration_seconds;
         const CalibrationResult result =
             calibrate(given, position, transport, measured,
-                      [&](std::vector<double> &v) { agree_max(m, comm, v); }, settings);
+                      [&](std::vector<double> &v) { agree_max(m, comm, v); }, settings, buffers);
         out.seconds = result.seconds;
         out.connect_seconds = result.connect_seconds;
         out.bytes_sent = result.bytes_sent;

@@ -33,11 +33,13 @@ struct CalibratedTopology {
     std::string note;        // why the defaults were kept, or a cache problem; "" if none
 };
 
-// Collective over `comm`. `host_at_position`: each position's hostname (for the file's
-// key); `transport_name`: the transport the rates are for.
+// Collective over `comm`. Measures over `transport` with the exchanged bytes in `buffers`
+// (nullptr: host memory); `transport_name` names that pair in the caches' keys;
+// `host_at_position`: each position's hostname (for the file's key).
 CalibratedTopology calibrated_topology(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
                                        const RankLayout &layout, int position,
-                                       Transport &transport, const char *transport_name,
+                                       Transport &transport, Memory *buffers,
+                                       const std::string &transport_name,
                                        const std::vector<std::string> &host_at_position);
 
 // "2x4:bw=...:lat=...:alg=... (bw measured,measured; lat measured,measured)": the

@@ -196,8 +196,20 @@ void Context::connect(mca_coll_themis_module_t *m) {
 std::string Context::calibrate(mca_coll_themis_module_t *m, const std::vector<std::string> &host_of) {
     std::vector<std::string> host_at_position;
     for (int rank : layout_.rank_at) host_at_position.push_back(host_of[rank]);
-    const CalibratedTopology rates = calibrated_topology(m, comm_, layout_, position_, *transport_,
-                                                         transport_name(), host_at_position);
+    // In device-direct mode the engine runs on the device transport with device buffers:
+    // the rates are measured the same way, so the scheduler sees the IPC dimension's rate.
+    Transport &engine_transport = device_transport_ ? *device_transport_ : *transport_;
+    Memory *buffers = nullptr;
+    std::string over = transport_name();
+#if THEMIS_HAVE_CUDA
+    if (device_transport_) {
+        buffers = &cuda::device_memory();
+        over = "cuda-ipc+" + over;
+    }
+#endif
+    const CalibratedTopology rates = calibrated_topology(m, comm_, layout_, position_,
+                                                         engine_transport, buffers, over,
+                                                         host_at_position);
     layout_.topology = rates.topology;
     if (rates.seconds > 0) {
         char cost[128];
@@ -208,11 +220,8 @@ std::string Context::calibrate(mca_coll_themis_module_t *m, const std::vector<st
         say(1, comm_, cost);
     }
     if (!rates.note.empty()) say(1, comm_, rates.note);
-    // The rates were measured over the host transport (device-direct node dimensions are
-    // not calibrated separately yet).
-    engine_ = std::make_unique<Engine>(layout_.topology,
-                                       device_transport_ ? *device_transport_ : *transport_,
-                                       memory_, params().max_active, params().max_active_bytes);
+    engine_ = std::make_unique<Engine>(layout_.topology, engine_transport, memory_,
+                                       params().max_active, params().max_active_bytes);
     std::string levels;
     for (const std::string &name : layout_.level_names) levels += (levels.empty() ? "" : ",") + name;
     return describe_rates(rates) + "; levels " + levels;
