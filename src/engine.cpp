@@ -89,7 +89,7 @@ void Execution::start_ready_ops(int d) {
             timing_[op_index].start = now();
         }
         active_[d].push_back(
-            {op_index, make_stage_algorithm(engine_.topology().dim(d).algorithm, ctx)});
+            {op_index, make_stage_algorithm(plan_->algorithms[d], ctx)});
         if (!op_bytes_.empty()) active_bytes_[d] += op_bytes_[op_index];
         ++next_[d];
     }

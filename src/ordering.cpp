@@ -6,7 +6,14 @@
 
 namespace themis {
 
-const char *intra_policy_name(IntraPolicy p) { return p == IntraPolicy::Fifo ? "fifo" : "scf"; }
+const char *intra_policy_name(IntraPolicy p) {
+    switch (p) {
+    case IntraPolicy::Fifo: return "fifo";
+    case IntraPolicy::Scf: return "scf";
+    case IntraPolicy::ScfNewest: return "scf_newest";
+    }
+    return "?";
+}
 
 namespace {
 
@@ -60,10 +67,11 @@ class Simulation {
     size_t pick(const std::vector<Ready> &q) const {
         size_t best = 0;
         for (size_t i = 1; i < q.size(); ++i) {
+            const bool newer = q[i].seq > q[best].seq;
+            const bool tie_wins = params_.intra == IntraPolicy::ScfNewest ? newer : !newer;
             bool better = params_.intra == IntraPolicy::Fifo
-                              ? q[i].seq < q[best].seq
-                              : q[i].key < q[best].key ||
-                                    (q[i].key == q[best].key && q[i].seq > q[best].seq);
+                              ? !newer
+                              : q[i].key < q[best].key || (q[i].key == q[best].key && tie_wins);
             if (better) best = i;
         }
         return best;
@@ -109,13 +117,15 @@ class Simulation {
     // completes what finished and starts what the queues allow.
     void advance() {
         const int nd = topo_.num_dims();
-        std::vector<double> rates(nd);
+        std::vector<double> &rates = rates_;
+        rates.resize(nd);
         double dt = std::numeric_limits<double>::infinity();
         for (int d = 0; d < nd; ++d) {
             rates[d] = rate(d);
             for (const auto &r : running_[d]) dt = std::min(dt, time_left(r, rates[d]));
         }
-        std::vector<StageRef> finished;
+        std::vector<StageRef> &finished = finished_;
+        finished.clear();
         for (int d = 0; d < nd; ++d) {
             auto &running = running_[d];
             if (!running.empty()) out_.busy[d] += dt;
@@ -150,6 +160,9 @@ class Simulation {
     std::vector<std::vector<Ready>> queue_;
     std::vector<std::vector<Running>> running_;
     Ordering out_;
+    // Scratch of advance(), kept between events (the planner runs many simulations).
+    std::vector<double> rates_;
+    std::vector<StageRef> finished_;
     double now_ = 0;
     long next_seq_ = 0;
 };

@@ -7,7 +7,10 @@
 //
 //   FIFO  the stage that became ready first starts first
 //   SCF   Smallest Chunk First: the ready stage with the smallest larger side
-//         (max of input and output bytes) starts first; ties go to the newest
+//         (max of input and output bytes) starts first; ties go to the oldest
+//   SCF_NEWEST  the same, ties to the newest, as the paper's reference code: it leaves
+//         chunk 0, the first to become ready, for last, a tail of one whole stage (kept
+//         to reproduce the paper's numbers; bench/RESULTS.md)
 //
 // The order in which each dimension starts its stages is the plan's issue order: at
 // run time every rank issues a dimension's stages strictly in that order, which keeps
@@ -21,7 +24,7 @@
 
 namespace themis {
 
-enum class IntraPolicy { Fifo, Scf };
+enum class IntraPolicy { Fifo, Scf, ScfNewest };
 
 const char *intra_policy_name(IntraPolicy p);
 

@@ -1,6 +1,8 @@
 // plan: compile a schedule into this rank's per-dimension op lists (see plan.h).
 #include "plan.h"
 
+#include "planner.h"
+
 #include <algorithm>
 #include <sstream>
 
@@ -49,15 +51,6 @@ uint64_t part_offset(uint64_t total, uint64_t parts, uint64_t k) {
 uint64_t total_elements(const PlanRequest &req) {
     uint64_t sum = 0;
     for (uint64_t c : req.block_counts) sum += c;
-    return sum;
-}
-
-// Elements of chunk k over the whole vector (All-Reduce) or over all blocks.
-uint64_t chunk_elements(const PlanRequest &req, int chunks, int k) {
-    if (req.collective == Collective::AllReduce)
-        return part_size(req.block_counts.at(0), chunks, k);
-    uint64_t sum = 0;
-    for (uint64_t c : req.block_counts) sum += part_size(c, chunks, k);
     return sum;
 }
 
@@ -143,11 +136,17 @@ ByteRange run_of_pieces(const Topology &topo, int base, const std::vector<int> &
 
 } // namespace
 
-int effective_chunks(const PlanRequest &req) {
-    uint64_t most = 0;
-    for (uint64_t c : req.block_counts) most = std::max(most, c);
-    const uint64_t requested = static_cast<uint64_t>(std::max(1, req.chunks));
-    return static_cast<int>(std::max<uint64_t>(1, std::min(requested, most)));
+std::vector<double> chunk_bytes(const PlanRequest &req, int chunks) {
+    std::vector<double> bytes(chunks);
+    for (int k = 0; k < chunks; ++k) {
+        uint64_t elements = 0;
+        if (req.collective == Collective::AllReduce)
+            elements = part_size(req.block_counts.at(0), chunks, k);
+        else
+            for (uint64_t c : req.block_counts) elements += part_size(c, chunks, k);
+        bytes[k] = static_cast<double>(elements * req.element_size);
+    }
+    return bytes;
 }
 
 std::vector<std::vector<ByteRange>> piece_layout(const Topology &topo, const PlanRequest &req,
@@ -187,12 +186,11 @@ Plan compile_plan(const Topology &topo, const PlanRequest &req) {
     plan.dim_queue.resize(topo.num_dims());
     if (plan.work_bytes == 0) return plan;
 
-    const int chunks = effective_chunks(req);
-    std::vector<double> bytes(chunks);
-    for (int k = 0; k < chunks; ++k)
-        bytes[k] = static_cast<double>(chunk_elements(req, chunks, k) * req.element_size);
-    plan.schedule = schedule_chunks(topo, req.collective, bytes, req.scheduler);
-    Ordering order = simulate_schedule(topo, plan.schedule, req.ordering);
+    Prediction chosen = predict_plan(topo, req);
+    const int chunks = static_cast<int>(chosen.schedule.size());
+    plan.schedule = std::move(chosen.schedule);
+    const Ordering &order = chosen.ordering;
+    for (const Dimension &d : chosen.topology.dims()) plan.algorithms.push_back(d.algorithm);
     plan.predicted_time = order.makespan;
     plan.busy = order.busy;
 

@@ -46,7 +46,10 @@ struct PlanRequest {
     // Reduce-Scatter / All-Gather: where each rank's block starts in the work buffer,
     // in elements; empty means the blocks are packed in rank order.
     std::vector<uint64_t> block_displs;
+    // Chunks: 0 (kAutoChunks) lets the planner choose (planner.h); N asks for N. Either
+    // way no chunk is smaller than min_chunk_bytes (0: no floor) or holds no data.
     int chunks = 64;
+    uint64_t min_chunk_bytes = 0;
     SchedulerParams scheduler;
     OrderingParams ordering;
     int rank = 0;
@@ -74,6 +77,7 @@ struct Plan {
     std::vector<PlanOp> ops; // grouped by chunk, stages in order
     std::vector<std::vector<int>> dim_queue; // per dimension: op indices in issue order
     std::vector<ChunkSchedule> schedule;
+    std::vector<Algorithm> algorithms; // per dimension: what its stages run (the planner's)
     double predicted_time = 0; // seconds, from the ordering simulation
     std::vector<double> busy;  // per dimension, seconds
 
@@ -81,13 +85,14 @@ struct Plan {
     std::string describe() const;
 };
 
+// Bytes of every chunk when req is cut into `chunks`, as piece_layout lays them out.
+std::vector<double> chunk_bytes(const PlanRequest &req, int chunks);
+
 // Byte ranges of every rank's piece of every chunk: pieces[chunk][rank].
 std::vector<std::vector<ByteRange>> piece_layout(const Topology &topo, const PlanRequest &req,
                                                  const std::vector<ChunkSchedule> &schedule);
 
-// Number of chunks actually used: the requested number, but no chunk without data.
-int effective_chunks(const PlanRequest &req);
-
+// The planner's choice (planner.h) compiled for req.rank.
 Plan compile_plan(const Topology &topo, const PlanRequest &req);
 
 } // namespace themis

@@ -23,6 +23,7 @@ uint64_t PlanCache::hash_of(const Topology &topo, const PlanRequest &req) {
     for (uint64_t c : req.block_counts) h.add(c);
     for (uint64_t d : req.block_displs) h.add(d);
     h.add(req.chunks);
+    h.add(req.min_chunk_bytes);
     h.add(req.scheduler.policy);
     h.add(req.scheduler.load_model);
     h.add(req.scheduler.threshold);
@@ -37,7 +38,8 @@ bool PlanCache::same(const Entry &e, const Topology &topo, const PlanRequest &re
     return e.topo == topo && a.collective == req.collective &&
            a.element_size == req.element_size && a.block_counts == req.block_counts &&
            a.block_displs == req.block_displs &&
-           a.chunks == req.chunks && a.scheduler.policy == req.scheduler.policy &&
+           a.chunks == req.chunks && a.min_chunk_bytes == req.min_chunk_bytes &&
+           a.scheduler.policy == req.scheduler.policy &&
            a.scheduler.load_model == req.scheduler.load_model &&
            a.scheduler.threshold == req.scheduler.threshold &&
            a.ordering.intra == req.ordering.intra &&

@@ -136,6 +136,7 @@ uint64_t Topology::fingerprint() const {
         mix(&d.latency, sizeof d.latency);
         int a = static_cast<int>(d.algorithm);
         mix(&a, sizeof a);
+        mix(&d.alternatives, sizeof d.alternatives);
     }
     return h;
 }
@@ -145,7 +146,7 @@ bool Topology::operator==(const Topology &o) const {
     for (size_t d = 0; d < dims_.size(); ++d) {
         const auto &a = dims_[d], &b = o.dims_[d];
         if (a.peers != b.peers || a.bandwidth != b.bandwidth || a.latency != b.latency ||
-            a.algorithm != b.algorithm)
+            a.algorithm != b.algorithm || a.alternatives != b.alternatives)
             return false;
     }
     return true;
@@ -322,6 +323,12 @@ Topology parse_topology(const std::string &spec) {
     return Topology(dims);
 }
 
+bool may_run(const Dimension &dim, Algorithm a) {
+    const bool power_of_two = (dim.peers & (dim.peers - 1)) == 0;
+    if (a == Algorithm::HalvingDoubling && !power_of_two) return false;
+    return a == dim.algorithm || (dim.alternatives >> int(a) & 1u) != 0;
+}
+
 std::vector<std::string> paper_topology_names() {
     return {"2D-SW_SW",         "3D-SW_SW_SW_homo", "3D-SW_SW_SW_hetero",
             "3D-FC_Ring_SW",    "4D-Ring_SW_SW_SW", "4D-Ring_FC_Ring_SW"};
@@ -345,8 +352,15 @@ std::optional<Topology> paper_topology(const std::string &name) {
         {"4D-Ring_FC_Ring_SW", "4x8x4x8:bw=3000Gbps,1400Gbps,1200Gbps,800Gbps:"
                                "lat=20ns,700ns,700ns,1700ns:alg=ring,direct,ring,hd"},
     };
-    for (const auto &t : table)
-        if (name == t.name) return parse_topology(t.spec);
+    for (const auto &t : table) {
+        if (name != t.name) continue;
+        Topology topo = parse_topology(t.spec);
+        std::vector<Dimension> dims = topo.dims();
+        for (Dimension &d : dims)
+            if (d.algorithm == Algorithm::HalvingDoubling) // a switch
+                d.alternatives = 1u << int(Algorithm::Direct) | 1u << int(Algorithm::Ring);
+        return Topology(dims);
+    }
     return std::nullopt;
 }
 

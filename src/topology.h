@@ -30,7 +30,14 @@ struct Dimension {
     double bandwidth = 12.5e9; // bytes per second per rank, all links of the dimension
     double latency = 1e-6;     // seconds per algorithm step
     Algorithm algorithm = Algorithm::Ring;
+    // Other algorithms the physical dimension can run, one bit (1 << Algorithm) each, that
+    // the planner may choose instead (planner.h); 0: only `algorithm` (alg= pins it).
+    unsigned alternatives = 0;
 };
+
+// Whether the planner may run `a` on the dimension: its own algorithm or an alternative
+// (halving-doubling only on a power-of-two number of peers).
+bool may_run(const Dimension &dim, Algorithm a);
 
 // A malformed spec: what() names the field and says what was expected.
 class SpecError : public std::runtime_error {
@@ -81,7 +88,8 @@ double parse_bandwidth(const std::string &text);
 double parse_latency(const std::string &text);
 Algorithm parse_algorithm(const std::string &text);
 
-// The six topologies of the Themis paper's Table 2, by name (e.g. "3D-SW_SW_SW_homo").
+// The six topologies of the Themis paper's Table 2, by name (e.g. "3D-SW_SW_SW_homo"),
+// with the algorithms of Table 2; a switch dimension may also run direct or ring.
 std::optional<Topology> paper_topology(const std::string &name);
 std::vector<std::string> paper_topology_names();
 

@@ -11,13 +11,30 @@
 
 namespace themis::sim {
 
+PlanRequest plan_request(const SimCase &c) {
+    PlanRequest req;
+    req.collective = c.collective;
+    req.element_size = 1;
+    const uint64_t bytes = static_cast<uint64_t>(c.bytes);
+    if (c.collective == Collective::AllReduce) {
+        req.block_counts = {bytes};
+    } else {
+        const uint64_t n = static_cast<uint64_t>(c.topology.size());
+        for (uint64_t r = 0; r < n; ++r) req.block_counts.push_back(bytes / n + (r < bytes % n));
+    }
+    req.chunks = c.chunks;
+    req.min_chunk_bytes = c.min_chunk_bytes;
+    req.scheduler = c.scheduler;
+    req.ordering = c.ordering;
+    return req;
+}
+
 SimResult simulate(const SimCase &c) {
-    // As the plan compiler does (effective_chunks): no chunk smaller than one byte.
-    const int chunks = static_cast<int>(std::max(1.0, std::min<double>(c.chunks, c.bytes)));
+    Prediction p = predict_plan(c.topology, plan_request(c));
     SimResult r;
-    r.schedule =
-        schedule_chunks(c.topology, c.collective, split_bytes(c.bytes, chunks), c.scheduler);
-    r.ordering = simulate_schedule(c.topology, r.schedule, c.ordering);
+    r.topology = std::move(p.topology);
+    r.schedule = std::move(p.schedule);
+    r.ordering = std::move(p.ordering);
     r.ideal = ideal_time(c.topology, c.collective, c.bytes);
     return r;
 }
@@ -52,16 +69,32 @@ const double kPaperSizes[] = {1e8, 2.5e8, 5e8, 1e9}; // 100 MB .. 1 GB, decimal
 constexpr int kPaperChunks = 64;
 
 struct PaperPolicy {
+    const char *label;
     Policy policy;
     IntraPolicy intra;
+    // false: the paper's runs, 64 chunks and Table 2's algorithms; true: the planner
+    // chooses the chunk count and the switches' algorithms, as the component does
+    bool planned;
 };
-// The baseline first and Themis+SCF last: the speedup column compares those two.
-const PaperPolicy kPaperPolicies[] = {{Policy::Baseline, IntraPolicy::Fifo},
-                                      {Policy::Themis, IntraPolicy::Fifo},
-                                      {Policy::Themis, IntraPolicy::Scf}};
+// The paper's three, then the planner's. The speedup column compares the baseline (first)
+// with Themis+SCF (kScf), as the paper does.
+// The paper's SCF breaks ties as its reference code does (newest first).
+const PaperPolicy kPaperPolicies[] = {
+    {"baseline", Policy::Baseline, IntraPolicy::Fifo, false},
+    {"themis_fifo", Policy::Themis, IntraPolicy::Fifo, false},
+    {"themis_scf", Policy::Themis, IntraPolicy::ScfNewest, false},
+    {"themis_auto", Policy::Themis, IntraPolicy::Scf, true}};
 constexpr size_t kNumPolicies = std::size(kPaperPolicies);
+constexpr size_t kScf = 2;
 
-std::string label_of(const PaperPolicy &p) { return policy_label(p.policy, p.intra, 1); }
+std::string label_of(const PaperPolicy &p) { return p.label; }
+
+// The topology with Table 2's algorithms only.
+Topology pinned(const Topology &topo) {
+    std::vector<Dimension> dims = topo.dims();
+    for (Dimension &d : dims) d.alternatives = 0;
+    return Topology(dims);
+}
 
 // How latency enters a run: the network's (Table 2's or none) and the scheduler's view of it.
 struct LatencyModel {
@@ -79,17 +112,22 @@ const LatencyModel kLatencyModels[] = {
      "Table 2 latencies; scheduler load = bandwidth time + steps x latency"},
 };
 
-// The paper's averages over its 24 runs (bandwidth-only), in kPaperPolicies order.
-const double kPaperUtilization[kNumPolicies] = {0.5631, 0.8767, 0.9514};
+// The paper's averages over its 24 runs (bandwidth-only), in kPaperPolicies order (NaN:
+// not in the paper).
+const double kPaperUtilization[kNumPolicies] = {0.5631, 0.8767, 0.9514, NAN};
 constexpr double kPaperSpeedupAvg = 1.72, kPaperSpeedupMax = 2.70;
 
 PaperRun run_one(const std::string &topo_name, const LatencyModel &model, double bytes,
                  const PaperPolicy &policy) {
     const Topology table2 = *paper_topology(topo_name);
+    const Topology network = model.with_table2_latency ? table2 : table2.without_latency();
     SimCase c;
-    c.topology = model.with_table2_latency ? table2 : table2.without_latency();
+    c.topology = policy.planned ? network : pinned(network);
     c.bytes = bytes;
-    c.chunks = kPaperChunks;
+    if (!policy.planned) {
+        c.chunks = kPaperChunks;
+        c.min_chunk_bytes = 0;
+    }
     c.scheduler.policy = policy.policy;
     c.scheduler.load_model = model.load_model;
     c.ordering.intra = policy.intra;
@@ -118,7 +156,7 @@ class RunIndex {
 // The runs of one topology and size, in kPaperPolicies order.
 using PolicyRuns = const PaperRun *[kNumPolicies];
 
-double scf_speedup(const PolicyRuns &runs) { return runs[0]->time / runs[kNumPolicies - 1]->time; }
+double scf_speedup(const PolicyRuns &runs) { return runs[0]->time / runs[kScf]->time; }
 
 double mean(const std::vector<double> &v) {
     return v.empty() ? 0 : std::accumulate(v.begin(), v.end(), 0.0) / v.size();
@@ -157,7 +195,10 @@ void print_row(std::ostream &out, const std::string &first, const std::string &s
     snprintf(buf, sizeof buf, kRowFormat, first.c_str(), second.c_str());
     out << buf;
     for (size_t p = 0; p < kNumPolicies; ++p) {
-        snprintf(buf, sizeof buf, " %10.2f %%", 100 * utilization[p]);
+        if (std::isnan(utilization[p]))
+            snprintf(buf, sizeof buf, " %12s", "-");
+        else
+            snprintf(buf, sizeof buf, " %10.2f %%", 100 * utilization[p]);
         out << buf;
     }
     out << "   " << speedup << "\n";
@@ -216,8 +257,12 @@ std::vector<PaperRun> run_paper() {
 }
 
 void print_paper(std::ostream &out, const std::vector<PaperRun> &runs) {
-    out << "Themis paper microbenchmark: All-Reduce, " << kPaperChunks
-        << " chunks, K = 1, Table 2 topologies.\n"
+    out << "Themis paper microbenchmark: All-Reduce, K = 1, Table 2 topologies; the paper's "
+           "policies with "
+        << kPaperChunks
+        << " chunks and Table 2's algorithms, themis_auto with the planner's chunk count "
+           "(up to "
+        << kMaxAutoChunks << ") and algorithms (a switch may run hd, direct or ring).\n"
         << "utilization = ideal time / predicted time; speedup = baseline time / themis_scf "
            "time\n\n";
     const RunIndex index(runs);

@@ -3,8 +3,8 @@
 //   simulate()          one collective: the scheduler's chunk orders, the ordering
 //                       simulation's stage timings, and the paper's ideal time
 //   run_paper()         the Themis paper's microbenchmark (Sec. 5.3, Table 2): six
-//                       topologies x four All-Reduce sizes x three policies, under three
-//                       latency models
+//                       topologies x four All-Reduce sizes x the paper's three policies
+//                       and the planner's choice, under three latency models
 //   print_paper(), write_paper_csv()   its table and its CSV
 //   format_si()         the units every report of the tool prints
 #pragma once
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ordering.h"
+#include "planner.h"
 #include "scheduler.h"
 #include "topology.h"
 
@@ -23,12 +24,20 @@ struct SimCase {
     Topology topology;
     Collective collective = Collective::AllReduce;
     double bytes = 0;
-    int chunks = 64;
+    // As the component's coll_themis_chunks and coll_themis_min_chunk_bytes (defaults
+    // included): 0 = the planner chooses.
+    int chunks = kAutoChunks;
+    uint64_t min_chunk_bytes = 262144;
     SchedulerParams scheduler;
     OrderingParams ordering;
 };
 
+// The plan request the component would make for the case (one byte elements; RS and AG
+// blocks as even as the bytes allow).
+PlanRequest plan_request(const SimCase &c);
+
 struct SimResult {
+    Topology topology; // the case's network, with the algorithms the planner chose
     std::vector<ChunkSchedule> schedule;
     Ordering ordering;
     double ideal = 0; // seconds: the paper's T_ideal, every link busy all the time

@@ -51,12 +51,17 @@ One run:
                      blocks), All-Gather each rank's output. Suffixes K, M, G, T (or KB, MB,
                      ...) are decimal, KiB, MiB, GiB, TiB binary: 64M, 1G, 100MB, 1.5GiB, 1e8
   --collective C     allreduce (default), reduce_scatter, allgather
-  --chunks N         chunks the collective is split into (default 64)
+  --chunks N|auto    chunks the collective is split into; auto (default): the planner
+                     chooses the count (up to 128) and, on the paper's switch dimensions,
+                     the algorithm (hd, direct or ring), as the component does
+  --min-chunk-bytes B  no chunk smaller than B bytes (default 256KiB, the component's
+                     coll_themis_min_chunk_bytes; 0: no floor)
   --policy P         themis (default): Algorithm 1, least-loaded dimension first;
                      baseline: every chunk takes the fixed hierarchical order
                      (Reduce-Scatter on dim 0, 1, ..., All-Gather the reverse)
   --intra I          order of ready stages on a dimension: scf (default, smallest chunk
-                     first) or fifo
+                     first, ties to the oldest), fifo, or scf_newest (ties to the newest,
+                     as the paper's reference code)
   --max-active K     stages running at once per dimension, sharing its bandwidth (default 1)
   --load-model M     what the scheduler charges a dimension per stage: latency (default,
                      bandwidth time + steps x latency) or reference (bandwidth time only,
@@ -74,8 +79,10 @@ One run:
   --measured-timeline FILE   the measured stages as an SVG timeline (as --timeline)
 
 The paper's microbenchmark (--paper): All-Reduce of 100 MB, 250 MB, 500 MB and 1 GB
-(decimal) in 64 chunks with K = 1 on the six Table 2 topologies, for the policies baseline
-(baseline order, FIFO), themis_fifo and themis_scf, under three latency models:
+(decimal) with K = 1 on the six Table 2 topologies, for the paper's policies baseline
+(baseline order, FIFO), themis_fifo and themis_scf (64 chunks, Table 2's algorithms), and
+themis_auto (Themis+SCF, chunk count and switch algorithms chosen by the planner with the
+component's defaults), under three latency models:
   bandwidth_only     no latency; scheduler load model reference (the paper's averages)
   table2_reference   Table 2 latencies; scheduler load model reference
   table2_latency     Table 2 latencies; scheduler load model latency
@@ -171,7 +178,11 @@ const std::vector<OptionSpec> &option_specs() {
         {"size", true, [](Options &o, const std::string &v) { o.run.bytes = parse_size(v); }},
         {"chunks", true,
          [](Options &o, const std::string &v) {
-             o.run.chunks = parse_int("chunks", v, 1, 1 << 20);
+             o.run.chunks = lower(v) == "auto" ? kAutoChunks : parse_int("chunks", v, 1, 1 << 20);
+         }},
+        {"min-chunk-bytes", true,
+         [](Options &o, const std::string &v) {
+             o.run.min_chunk_bytes = v == "0" ? 0 : static_cast<uint64_t>(parse_size(v));
          }},
         {"collective", true,
          [](Options &o, const std::string &v) {
@@ -189,7 +200,9 @@ const std::vector<OptionSpec> &option_specs() {
         {"intra", true,
          [](Options &o, const std::string &v) {
              o.run.ordering.intra = parse_choice<IntraPolicy>(
-                 "intra", v, {{"fifo", IntraPolicy::Fifo}, {"scf", IntraPolicy::Scf}});
+                 "intra", v, {{"fifo", IntraPolicy::Fifo},
+                                {"scf", IntraPolicy::Scf},
+                                {"scf_newest", IntraPolicy::ScfNewest}});
          }},
         {"max-active", true,
          [](Options &o, const std::string &v) {
@@ -313,15 +326,15 @@ void print_case(std::ostream &out, const Options &o, const SimResult &r) {
     out << "utilization  " << buf << "\n\n";
 }
 
-void print_dims(std::ostream &out, const SimCase &c, const SimResult &r) {
-    std::vector<int> stages(c.topology.num_dims(), 0);
+void print_dims(std::ostream &out, const SimResult &r) {
+    std::vector<int> stages(r.topology.num_dims(), 0);
     for (const StageRun &run : r.ordering.runs) ++stages[run.dim];
     char buf[200];
     snprintf(buf, sizeof buf, "%-4s %6s  %-7s %13s %10s %7s %12s %7s\n", "dim", "peers", "alg",
              "bandwidth", "latency", "stages", "busy", "busy %");
     out << buf;
-    for (int d = 0; d < c.topology.num_dims(); ++d) {
-        const Dimension &dim = c.topology.dim(d);
+    for (int d = 0; d < r.topology.num_dims(); ++d) {
+        const Dimension &dim = r.topology.dim(d);
         const double busy = r.ordering.busy[d];
         const double fraction = r.ordering.makespan > 0 ? busy / r.ordering.makespan : 0;
         snprintf(buf, sizeof buf, "%-4d %6d  %-7s %13s %10s %7d %12s %7.2f\n", d, dim.peers,
@@ -417,7 +430,7 @@ void print_comparison(std::ostream &out, const Options &o, const SimResult &p, c
 int run_one(const Options &o) {
     const SimResult r = simulate(o.run);
     print_case(std::cout, o, r);
-    print_dims(std::cout, o.run, r);
+    print_dims(std::cout, r);
     print_orders(std::cout, r, o.orders);
     if (!o.timeline_path.empty())
         write_file(o.timeline_path, timeline_svg(o.run, r, topology_label(o)));

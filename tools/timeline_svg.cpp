@@ -273,11 +273,11 @@ std::string legend(double y) {
 
 std::string timeline_svg(const SimCase &c, const SimResult &r, const std::string &topology_label,
                          const char *timing) {
-    const Lanes l = assign_lanes(c.topology, r.ordering);
+    const Lanes l = assign_lanes(r.topology, r.ordering);
     const TimeAxis axis(std::max(r.ordering.makespan, r.ideal));
     const double height = l.bottom + kAxisHeight + kLegendHeight;
     std::string svg = header(height) + title(c, r, topology_label, timing);
-    for (int d : l.dims) svg += lane(c.topology, r, l, d);
+    for (int d : l.dims) svg += lane(r.topology, r, l, d);
     svg += time_axis(axis, l); // the grid over the lanes' background, under the runs
     for (size_t i = 0; i < r.ordering.runs.size(); ++i) svg += run_rect(r, l, axis, i);
     svg += ideal_marker(r, l, axis);

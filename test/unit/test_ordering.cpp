@@ -79,10 +79,13 @@ TEST(OrderingIntra, ScfStartsSmallestFirst) {
     EXPECT_DOUBLE_EQ(o.makespan, 300);
 }
 
-TEST(OrderingIntra, ScfTieGoesToTheNewest) {
-    std::vector<ChunkSchedule> s = {chunk({rs(0, 100)}), chunk({rs(0, 100)}), chunk({rs(0, 100)})};
+TEST(OrderingIntra, ScfTieGoesToTheOldest) {
+    // Equal keys: the stage that became ready first starts first, so chunk 0 is not the tail.
+    std::vector<ChunkSchedule> s = {chunk({rs(0, 100)}), chunk({rs(0, 50)}), chunk({rs(0, 100)}),
+                                    chunk({rs(0, 100)})};
     Ordering o = simulate_schedule(one_dim(), s, op(IntraPolicy::Scf));
-    EXPECT_EQ(chunks_in_order(o.dim_order[0]), (std::vector<int>{2, 1, 0}));
+    EXPECT_EQ(chunks_in_order(o.dim_order[0]), (std::vector<int>{1, 0, 2, 3}));
+    s.erase(s.begin() + 1);
     Ordering f = simulate_schedule(one_dim(), s, op(IntraPolicy::Fifo));
     EXPECT_EQ(chunks_in_order(f.dim_order[0]), (std::vector<int>{0, 1, 2}));
 }
@@ -420,7 +423,7 @@ TEST(OrderingPaper, BandwidthOnlyUtilisationMatchesPublishedAverages) {
         double sum = 0;
     } variants[] = {{Policy::Baseline, IntraPolicy::Fifo, 0.5631},
                     {Policy::Themis, IntraPolicy::Fifo, 0.8767},
-                    {Policy::Themis, IntraPolicy::Scf, 0.9514}};
+                    {Policy::Themis, IntraPolicy::ScfNewest, 0.9514}};
     int cases = 0;
     for (const auto &name : paper_topology_names()) {
         Topology t = paper_topology(name)->without_latency();

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "plan.h"
+#include "planner.h"
 #include "plan_cache.h"
 #include "test_support.h"
 
@@ -639,12 +640,25 @@ TEST(PlanStructure, EffectiveChunksNeverExceedTheLargestBlock) {
     EXPECT_EQ(p.schedule.size(), 3u);
 }
 
-TEST(PlanStructure, NonPositiveChunkRequestMeansOneChunk) {
-    // As split_bytes does for chunks < 1: zero or negative requests use one chunk, never
-    // one chunk per element.
-    EXPECT_EQ(effective_chunks(request(Collective::AllReduce, {1000}, 0, 0)), 1);
+TEST(PlanStructure, NegativeChunkRequestMeansOneChunkZeroMeansAuto) {
+    // As split_bytes does for chunks < 1: negative requests use one chunk, never one
+    // chunk per element; 0 lets the planner choose, up to kMaxAutoChunks.
     EXPECT_EQ(effective_chunks(request(Collective::AllReduce, {1000}, -3, 0)), 1);
     EXPECT_EQ(effective_chunks(request(Collective::ReduceScatter, {10, 20}, -1, 0)), 1);
+    EXPECT_EQ(effective_chunks(request(Collective::AllReduce, {100000}, kAutoChunks, 0)),
+              kMaxAutoChunks);
+}
+
+TEST(PlanStructure, MinChunkBytesIsAFloor) {
+    PlanRequest r = request(Collective::AllReduce, {1000}, 64, 0);
+    r.element_size = 4;         // 4000 bytes
+    r.min_chunk_bytes = 1000;   // at most 4 chunks
+    EXPECT_EQ(effective_chunks(r), 4);
+    r.min_chunk_bytes = 8000;   // less than one chunk's worth: still one
+    EXPECT_EQ(effective_chunks(r), 1);
+    r.chunks = 2;
+    r.min_chunk_bytes = 1000;   // the request asks for fewer: it wins
+    EXPECT_EQ(effective_chunks(r), 2);
 }
 
 TEST(PlanStructure, SinglePeerDimensionsTakeNoOps) {
@@ -686,6 +700,7 @@ TEST(PlanCacheTest, EveryKeyFieldMakesADifferentPlan) {
     vary([](PlanRequest &r) { r.element_size = 4; });
     vary([](PlanRequest &r) { r.block_counts[7] = 11; });
     vary([](PlanRequest &r) { r.chunks = 4; });
+    vary([](PlanRequest &r) { r.min_chunk_bytes = 4; });
     vary([](PlanRequest &r) { r.scheduler.policy = Policy::Baseline; });
     vary([](PlanRequest &r) { r.scheduler.load_model = LoadModel::Reference; });
     vary([](PlanRequest &r) { r.scheduler.threshold = 0.5; });

@@ -37,7 +37,7 @@ mca_coll_themis_component_t mca_coll_themis_component = {
     .policy = THEMIS_POLICY_THEMIS,
     .intra_policy = THEMIS_INTRA_SCF,
     .load_model = THEMIS_LOAD_LATENCY,
-    .chunks = 128, /* paper: 64; 128 fill the pipeline faster, bench/RESULTS.md */
+    .chunks = 0, /* auto: the planner predicts the best count, src/planner.h */
     .min_chunk_bytes = 256 * 1024,
     .max_active = 4, /* one stage per dimension cannot fill a link: bench/RESULTS.md */
     .max_active_bytes = 2 * 1024 * 1024, /* more queue FIFO on a link: bench/RESULTS.md */
@@ -168,7 +168,8 @@ static int themis_register(void)
                  "dimension, 1073741824 = never split; the same on every rank)",
                  MCA_BASE_VAR_TYPE_SIZE_T, NULL, OPAL_INFO_LVL_5, &c->pml_message_bytes);
     register_var("chunks",
-                 "Chunks a collective is split into, at most (valid: 1 to 4096)",
+                 "Chunks a collective is split into (valid: 0 = auto: the count predicted "
+                 "fastest, up to 128; 1 to 4096: that many, fewer where min_chunk_bytes asks)",
                  MCA_BASE_VAR_TYPE_INT, NULL, OPAL_INFO_LVL_5, &c->chunks);
     register_var("min_chunk_bytes",
                  "Smallest chunk in bytes: fewer chunks are used for smaller messages "

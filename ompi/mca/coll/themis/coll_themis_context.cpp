@@ -403,11 +403,10 @@ PlanRequest Context::request(Collective coll, uint64_t element_size,
     req.collective = coll;
     req.element_size = element_size;
     req.block_counts = std::move(block_counts);
-    uint64_t total = 0;
-    for (uint64_t c : req.block_counts) total += c;
-    // Chunks no smaller than min_chunk_bytes, so small messages are not cut to pieces.
-    const uint64_t by_size = total * element_size / params().min_chunk_bytes;
-    req.chunks = static_cast<int>(std::max<uint64_t>(1, std::min<uint64_t>(params().chunks, by_size)));
+    // The planner (src/planner.h) picks the count when chunks is 0 (auto); chunks no
+    // smaller than min_chunk_bytes either way, so small messages are not cut to pieces.
+    req.chunks = params().chunks;
+    req.min_chunk_bytes = params().min_chunk_bytes;
     req.scheduler.policy = policy();
     req.scheduler.load_model =
         params().load_model == THEMIS_LOAD_REFERENCE ? LoadModel::Reference : LoadModel::Latency;

@@ -1,0 +1,111 @@
+// planner: chunk count and per-dimension algorithms by prediction (see planner.h).
+#include "planner.h"
+
+#include <algorithm>
+
+namespace themis {
+
+namespace {
+
+Topology with_algorithm(const Topology &topo, int d, Algorithm a) {
+    std::vector<Dimension> dims = topo.dims();
+    dims[d].algorithm = a;
+    return Topology(dims);
+}
+
+// The best so far: fewest chunks among the fastest.
+struct Best {
+    Prediction prediction;
+    int chunks = 0;
+
+    bool improve(Prediction &&p, int c) {
+        if (chunks && p.ordering.makespan >= prediction.ordering.makespan) return false;
+        prediction = std::move(p);
+        chunks = c;
+        return true;
+    }
+};
+
+// The next candidate count after c: twice as many, the limit last.
+int next_count(int c, int limit) { return c * 2 > limit ? limit : c * 2; }
+
+// Powers of two from 1 to the limit, ascending, until the prediction rose twice in a row
+// past the best. (Not at the first rise: few chunks can be slower than one, with a
+// dimension idle while the other works, and faster again once the pipeline fills.)
+Best search_chunks(const Topology &topo, const PlanRequest &req, int limit) {
+    Best best;
+    double previous = 0;
+    for (int c = 1, rises = 0; rises < 2; c = next_count(c, limit)) {
+        Prediction p = predict(topo, req, c);
+        const double t = p.ordering.makespan;
+        rises = c > 1 && t > previous && t > best.prediction.ordering.makespan ? rises + 1 : 0;
+        previous = t;
+        best.improve(std::move(p), c);
+        if (c == limit) break;
+    }
+    return best;
+}
+
+// After the algorithms changed: the counts either side of the best.
+void search_neighbours(const PlanRequest &req, int limit, Best &best) {
+    const Topology topo = best.prediction.topology;
+    const int c = best.chunks;
+    if (c > 1) best.improve(predict(topo, req, c / 2), c / 2);
+    if (c < limit) best.improve(predict(topo, req, next_count(c, limit)), next_count(c, limit));
+}
+
+// One dimension at a time, each algorithm it may run at the best count; true if one was kept.
+bool search_algorithms(const PlanRequest &req, Best &best) {
+    bool changed = false;
+    const int chunks = best.chunks;
+    for (int d = 0; d < best.prediction.topology.num_dims(); ++d) {
+        const Dimension own = best.prediction.topology.dim(d);
+        for (Algorithm a : {Algorithm::Ring, Algorithm::HalvingDoubling, Algorithm::Direct}) {
+            if (a == own.algorithm || !may_run(own, a)) continue;
+            Topology t = with_algorithm(best.prediction.topology, d, a);
+            // The algorithms move the same bytes and differ only in their steps: one with
+            // as long a fixed delay cannot be faster.
+            if (stage_latency(t.dim(d)) >= stage_latency(own)) continue;
+            if (best.improve(predict(t, req, chunks), chunks)) changed = true;
+        }
+    }
+    return changed;
+}
+
+} // namespace
+
+int effective_chunks(const PlanRequest &req) {
+    uint64_t most = 0, total = 0;
+    for (uint64_t c : req.block_counts) {
+        most = std::max(most, c);
+        total += c;
+    }
+    if (req.min_chunk_bytes > 0)
+        most = std::min(most, total * req.element_size / req.min_chunk_bytes);
+    const int asked = req.chunks == kAutoChunks ? kMaxAutoChunks : req.chunks;
+    const uint64_t requested = static_cast<uint64_t>(std::max(1, asked));
+    return static_cast<int>(std::max<uint64_t>(1, std::min(requested, most)));
+}
+
+Prediction predict(const Topology &topo, const PlanRequest &req, int chunks) {
+    Prediction p;
+    p.topology = topo;
+    p.schedule = schedule_chunks(topo, req.collective, chunk_bytes(req, chunks), req.scheduler);
+    p.ordering = simulate_schedule(topo, p.schedule, req.ordering);
+    return p;
+}
+
+Prediction predict_plan(const Topology &topo, const PlanRequest &req) {
+    const int limit = effective_chunks(req);
+    if (req.chunks != kAutoChunks) {
+        Best best;
+        best.improve(predict(topo, req, limit), limit);
+        search_algorithms(req, best);
+        return std::move(best.prediction);
+    }
+    Best best = search_chunks(topo, req, limit);
+    if (search_algorithms(req, best)) search_neighbours(req, limit, best);
+    return std::move(best.prediction);
+}
+
+} // namespace themis

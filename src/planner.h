@@ -1,0 +1,51 @@
+// planner: how a collective is cut and run, chosen by predicting its completion.
+//
+// The ordering simulation (ordering.h) predicts when a plan completes. For one request the
+// planner uses it to choose the number of chunks and, on dimensions that allow more than
+// one (Dimension::alternatives), the algorithm of each:
+//
+//   chunks      PlanRequest::chunks > 0 fixes the count; kAutoChunks tries 1, 2, 4, ... up
+//               to kMaxAutoChunks and stops once the prediction rose twice in a row past
+//               the best: more chunks fill the pipeline sooner but pay every stage's
+//               latency more often, so the prediction falls, then rises. Either way no
+//               chunk is smaller than min_chunk_bytes or holds no data.
+//   algorithms  at the best count, every alternative of one dimension at a time that takes
+//               fewer steps (they all move the same bytes), kept when predicted faster; if
+//               any was kept, the counts either side are tried again.
+//
+// Ties keep fewer chunks and a dimension's own algorithm. Same inputs, same choice, bit for
+// bit, so every rank makes it alone. Both the component (through compile_plan) and
+// themis-sim plan through predict_plan().
+#pragma once
+
+#include <vector>
+
+#include "ordering.h"
+#include "plan.h"
+#include "topology.h"
+
+namespace themis {
+
+constexpr int kAutoChunks = 0;
+// The component's former default, measured best on the emulated networks at 64 MiB; more
+// chunks win under 2 % in the model (bench/RESULTS.md) and cost a 1024-rank plan's byte
+// layout in proportion.
+constexpr int kMaxAutoChunks = 128;
+
+struct Prediction {
+    Topology topology; // the request's network, with the algorithm each dimension runs
+    std::vector<ChunkSchedule> schedule;
+    Ordering ordering;
+};
+
+// The most chunks the request may use: its count (kMaxAutoChunks when auto), but no chunk
+// below min_chunk_bytes and none without data; at least 1.
+int effective_chunks(const PlanRequest &req);
+
+// The prediction of the request cut into exactly `chunks` on `topo` as it is.
+Prediction predict(const Topology &topo, const PlanRequest &req, int chunks);
+
+// The planner's choice for the request, and its prediction.
+Prediction predict_plan(const Topology &topo, const PlanRequest &req);
+
+} // namespace themis

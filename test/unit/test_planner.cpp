@@ -1,0 +1,137 @@
+// Unit tests of src/planner: the chunk count and the algorithms it chooses, against
+// brute force over the candidates and against small cases worked by hand.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "plan.h"
+#include "planner.h"
+#include "test_support.h"
+
+using namespace themis;
+using themis_test::dim;
+
+namespace {
+
+constexpr unsigned kAll = 1u << int(Algorithm::Ring) | 1u << int(Algorithm::HalvingDoubling) |
+                          1u << int(Algorithm::Direct);
+
+PlanRequest allreduce(uint64_t bytes, int chunks, int k = 1) {
+    PlanRequest req;
+    req.collective = Collective::AllReduce;
+    req.element_size = 1;
+    req.block_counts = {bytes};
+    req.chunks = chunks;
+    req.ordering.max_active = k;
+    return req;
+}
+
+// The makespan of `bytes` in `chunks` equal chunks, straight from the scheduler and the
+// ordering simulation (not through the planner).
+double brute_makespan(const Topology &t, const PlanRequest &req, int chunks) {
+    auto s = schedule_chunks(t, req.collective, split_bytes(double(req.block_counts[0]), chunks),
+                             req.scheduler);
+    return simulate_schedule(t, s, req.ordering).makespan;
+}
+
+// One dimension of 8 peers at 1 GB/s, 1 us per step, halving-doubling by default.
+Topology switch8(unsigned alternatives) {
+    Dimension d = dim(8, 1e9, 1e-6, Algorithm::HalvingDoubling);
+    d.alternatives = alternatives;
+    return Topology({d});
+}
+
+} // namespace
+
+TEST(PlannerByHand, OneSwitchDimensionTakesOneChunkAndDirect) {
+    // One dimension: nothing overlaps, so c chunks take 2c stages of (steps x 1 us) plus
+    // the bytes: 2 x 7/8 x 8 MB at 1 GB/s = 14 ms. Fewest steps (direct: 1) and one chunk win.
+    const PlanRequest req = allreduce(8000000, kAutoChunks);
+    Prediction p = predict_plan(switch8(kAll), req);
+    EXPECT_EQ(p.schedule.size(), 1u);
+    EXPECT_EQ(p.topology.dim(0).algorithm, Algorithm::Direct);
+    EXPECT_NEAR(p.ordering.makespan, 2e-6 + 14e-3, 1e-12);
+    // Pinned to halving-doubling (3 steps), the same count.
+    Prediction pinned = predict_plan(switch8(0), req);
+    EXPECT_EQ(pinned.topology.dim(0).algorithm, Algorithm::HalvingDoubling);
+    EXPECT_NEAR(pinned.ordering.makespan, 6e-6 + 14e-3, 1e-12);
+    // A fixed count wins over the search; the algorithm is still chosen.
+    Prediction four = predict_plan(switch8(kAll), allreduce(8000000, 4));
+    EXPECT_EQ(four.schedule.size(), 4u);
+    EXPECT_EQ(four.topology.dim(0).algorithm, Algorithm::Direct);
+    EXPECT_NEAR(four.ordering.makespan, 8e-6 + 14e-3, 1e-12);
+}
+
+TEST(PlannerByHand, RingOnlyWhereHalvingDoublingCannotRun) {
+    // 6 peers: no halving-doubling; ring (5 steps) or direct (1).
+    Dimension d = dim(6, 1e9, 1e-6, Algorithm::Ring);
+    d.alternatives = 1u << int(Algorithm::HalvingDoubling);
+    EXPECT_FALSE(may_run(d, Algorithm::HalvingDoubling));
+    Prediction p = predict_plan(Topology({d}), allreduce(6000000, kAutoChunks));
+    EXPECT_EQ(p.topology.dim(0).algorithm, Algorithm::Ring);
+}
+
+TEST(PlannerByHand, WithoutLatencyMoreChunksUntilTheFloor) {
+    // No latency: splitting only overlaps the dimensions, so the planner goes to the most
+    // chunks min_chunk_bytes allows: 1 MiB / 64 KiB = 16.
+    Topology t({dim(2, 1e9), dim(2, 1e9)});
+    PlanRequest req = allreduce(1 << 20, kAutoChunks);
+    req.min_chunk_bytes = 64 << 10;
+    EXPECT_EQ(predict_plan(t, req).schedule.size(), 16u);
+}
+
+TEST(PlannerSearch, NeverWorseThanAnyPowerOfTwoCount) {
+    // Brute force over the candidate counts with the topology's own algorithms: the
+    // planner's choice is predicted at least as fast as the best of them.
+    std::mt19937_64 rng(17);
+    std::vector<Topology> topologies;
+    for (int i = 0; i < 40; ++i) {
+        Topology t = themis_test::random_topology(rng);
+        std::vector<Dimension> dims = t.dims();
+        for (Dimension &d : dims) d.alternatives = i % 2 ? kAll : 0;
+        topologies.emplace_back(dims);
+    }
+    for (const auto &name : paper_topology_names()) topologies.push_back(*paper_topology(name));
+    for (const Topology &t : topologies)
+        for (uint64_t bytes : {uint64_t(1) << 22, uint64_t(100) << 20})
+            for (int k : {1, 4}) {
+                SCOPED_TRACE(t.to_spec() + " bytes " + std::to_string(bytes) + " K " +
+                             std::to_string(k));
+                const PlanRequest req = allreduce(bytes, kAutoChunks, k);
+                double best = std::numeric_limits<double>::infinity();
+                for (int c = 1; c <= kMaxAutoChunks; c *= 2)
+                    best = std::min(best, brute_makespan(t, req, c));
+                const Prediction p = predict_plan(t, req);
+                EXPECT_LE(p.ordering.makespan, best * (1 + 1e-12));
+                // And the prediction is that of the shape it reports.
+                EXPECT_EQ(p.ordering.makespan,
+                          brute_makespan(p.topology, req, int(p.schedule.size())));
+            }
+}
+
+TEST(PlannerSearch, SameInputSameChoiceBitForBit) {
+    const Topology t = *paper_topology("4D-Ring_FC_Ring_SW");
+    const PlanRequest req = allreduce(100000000, kAutoChunks);
+    const Prediction a = predict_plan(t, req), b = predict_plan(t, req);
+    EXPECT_EQ(a.schedule.size(), b.schedule.size());
+    EXPECT_TRUE(a.topology == b.topology);
+    EXPECT_EQ(a.ordering.makespan, b.ordering.makespan);
+}
+
+TEST(PlannerSearch, CompilePlanRunsThePlannersChoice) {
+    // The component compiles what themis-sim predicts: same chunks, same algorithms.
+    Topology t({dim(2, 4e9, 2e-6), switch8(kAll).dim(0)});
+    PlanRequest req = allreduce(1 << 24, kAutoChunks);
+    req.min_chunk_bytes = 1 << 16;
+    const Prediction p = predict_plan(t, req);
+    const Plan plan = compile_plan(t, req);
+    ASSERT_EQ(plan.schedule.size(), p.schedule.size());
+    for (size_t k = 0; k < p.schedule.size(); ++k)
+        EXPECT_EQ(plan.schedule[k].bytes, p.schedule[k].bytes);
+    ASSERT_EQ(plan.algorithms.size(), 2u);
+    for (int d = 0; d < 2; ++d) EXPECT_EQ(plan.algorithms[d], p.topology.dim(d).algorithm);
+    EXPECT_EQ(plan.predicted_time, p.ordering.makespan);
+}
