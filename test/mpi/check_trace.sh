@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # check_trace.sh -- coll_themis_trace end to end. themis-bench runs an All-Reduce and an
-# All-Gather of 1 MiB through themis (4 ranks as 2x2, 4 chunks) with the trace on; every
-# rank must write its CSV, and themis-sim --measured must accept each rank's last call as
-# a run of the plan it computes itself for the same case: the same stages, on the same
-# dimensions, every one of them (so the component ran the plan the simulator predicts).
+# All-Gather of 1 MiB through themis (4 ranks as 2x2) with the trace on; every rank must
+# write its CSV, and themis-sim --measured must accept each rank's last call as a run of
+# the plan it computes itself for the same case, with the same defaults (the planner's
+# chunk count included): the same stages, on the same dimensions, every one of them (so
+# the component ran the plan the simulator predicts, and both plan alike).
 # A prefix that cannot be written is reported and the collectives run on. Calibration is
 # off (themis-sim plans with the spec's default rates, so must the component).
 # Environment: MPIRUN, THEMIS_BUILDDIR, OMPI_DEFAULT_COMPONENT_DIR.
@@ -27,7 +28,7 @@ for coll in allreduce allgather; do
   for rank in 0 1 2 3; do
     csv=$(ls "$OUT/$coll".cid*.rank$rank.csv 2>/dev/null | head -n 1)
     [ -n "$csv" ] || fail "$coll: rank $rank wrote no trace (log $log)"
-    "$BUILDDIR/tools/themis-sim" --topology 2x2 --size 1MiB --collective "$coll" --chunks 4 \
+    "$BUILDDIR/tools/themis-sim" --topology 2x2 --size 1MiB --collective "$coll" \
       --max-active 4 --measured "$csv" >"$OUT/$coll.rank$rank.txt" 2>&1 ||
       fail "$coll: themis-sim does not accept $csv: $(tail -n 1 "$OUT/$coll.rank$rank.txt")"
     grep -q '^completion' "$OUT/$coll.rank$rank.txt" || fail "$coll: no comparison for rank $rank"
