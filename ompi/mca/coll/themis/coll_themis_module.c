@@ -12,24 +12,29 @@
 #include "opal/util/output.h"
 #include "opal/util/show_help.h"
 
+static void forget_previous(mca_coll_themis_module_t *m)
+{
+    m->previous_allreduce_module = NULL;
+    m->previous_reduce_scatter_module = NULL;
+    m->previous_reduce_scatter_block_module = NULL;
+    m->previous_allgather_module = NULL;
+    m->previous_iallreduce_module = NULL;
+    m->previous_ireduce_scatter_module = NULL;
+    m->previous_ireduce_scatter_block_module = NULL;
+    m->previous_iallgather_module = NULL;
+}
+
 static void module_construct(mca_coll_themis_module_t *m)
 {
     m->previous_allreduce = NULL;
-    m->previous_allreduce_module = NULL;
     m->previous_reduce_scatter = NULL;
-    m->previous_reduce_scatter_module = NULL;
     m->previous_reduce_scatter_block = NULL;
-    m->previous_reduce_scatter_block_module = NULL;
     m->previous_allgather = NULL;
-    m->previous_allgather_module = NULL;
     m->previous_iallreduce = NULL;
-    m->previous_iallreduce_module = NULL;
     m->previous_ireduce_scatter = NULL;
-    m->previous_ireduce_scatter_module = NULL;
     m->previous_ireduce_scatter_block = NULL;
-    m->previous_ireduce_scatter_block_module = NULL;
     m->previous_iallgather = NULL;
-    m->previous_iallgather_module = NULL;
+    forget_previous(m);
     m->comm = NULL;
     m->setup_state = THEMIS_SETUP_PENDING;
     m->in_setup = false;
@@ -50,18 +55,6 @@ static void print_call_counts(const mca_coll_themis_module_t *m)
                             m->comm ? ompi_comm_rank(m->comm) : -1, names[i], m->calls[i],
                             m->accelerated[i]);
     }
-}
-
-static void forget_previous(mca_coll_themis_module_t *m)
-{
-    m->previous_allreduce_module = NULL;
-    m->previous_reduce_scatter_module = NULL;
-    m->previous_reduce_scatter_block_module = NULL;
-    m->previous_allgather_module = NULL;
-    m->previous_iallreduce_module = NULL;
-    m->previous_ireduce_scatter_module = NULL;
-    m->previous_ireduce_scatter_block_module = NULL;
-    m->previous_iallgather_module = NULL;
 }
 
 static void release_previous(mca_coll_themis_module_t *m)
