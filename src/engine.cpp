@@ -8,7 +8,8 @@ namespace themis {
 Engine::Engine(const Topology &topo, Transport &transport, Memory &memory, int max_active,
                uint64_t max_active_bytes)
     : topo_(topo), transport_(transport), memory_(memory), max_active_(std::max(1, max_active)),
-      max_active_bytes_(max_active_bytes), op_counter_(topo.num_dims(), 0) {}
+      max_active_bytes_(max_active_bytes), op_counter_(topo.num_dims(), 0),
+      active_(topo.num_dims()), active_bytes_(topo.num_dims(), 0) {}
 
 int Engine::next_tag_base(int d) {
     // Every op owns `peers` consecutive tags (one per algorithm step); the window wraps
@@ -21,24 +22,98 @@ int Engine::next_tag_base(int d) {
 std::unique_ptr<Execution> Engine::start(std::shared_ptr<const Plan> plan, char *work,
                                          Reducer &reducer, const RunOptions &options) {
     auto exec = std::make_unique<Execution>(*this, std::move(plan), work, reducer, options);
-    exec->progress();
+    progress();
     return exec;
 }
 
 void Engine::run(std::shared_ptr<const Plan> plan, char *work, Reducer &reducer,
                  const RunOptions &options) {
-    auto exec = start(std::move(plan), work, reducer, options);
-    while (!exec->progress()) transport_.progress();
+    wait(*start(std::move(plan), work, reducer, options));
+}
+
+void Engine::wait(Execution &execution) {
+    while (!execution.progress()) transport_.progress();
+}
+
+bool Engine::fits(int d, uint64_t bytes) const {
+    return max_active_bytes_ == 0 || active_[d].empty() ||
+           active_bytes_[d] + bytes <= max_active_bytes_;
+}
+
+void Engine::start_ready_ops(int d) {
+    // Strictly in order: an execution's waiting op holds back the later executions too.
+    for (Execution *execution : executions_) {
+        for (;;) {
+            if (static_cast<int>(active_[d].size()) >= max_active_) return;
+            const Execution::Next next = execution->start_next(d);
+            if (next == Execution::Next::Waiting) return;
+            if (next == Execution::Next::None) break;
+        }
+    }
+}
+
+bool Engine::progress_active(int d) {
+    bool finished = false;
+    auto &active = active_[d];
+    for (size_t i = 0; i < active.size();) {
+        if (!active[i].algorithm->progress()) {
+            ++i;
+            continue;
+        }
+        active_bytes_[d] -= active[i].bytes;
+        Execution *execution = active[i].execution;
+        const int op = active[i].op;
+        active.erase(active.begin() + static_cast<long>(i));
+        execution->finish(op);
+        finished = true;
+    }
+    return finished;
+}
+
+void Engine::progress() {
+    if (progressing_) return;
+    progressing_ = true;
+    struct Reset { // also when a stage throws
+        bool &flag;
+        ~Reset() { flag = false; }
+    } reset{progressing_};
+    bool changed = true;
+    // Keep going while ops finish: a finished stage may unblock another dimension.
+    while (changed && !executions_.empty()) {
+        changed = false;
+        for (int d = 0; d < topo_.num_dims(); ++d) {
+            start_ready_ops(d);
+            changed = progress_active(d) || changed;
+        }
+        executions_.erase(std::remove_if(executions_.begin(), executions_.end(),
+                                         [](const Execution *e) { return e->done(); }),
+                          executions_.end());
+    }
+}
+
+void Engine::forget(Execution *execution) {
+    executions_.erase(std::remove(executions_.begin(), executions_.end(), execution),
+                      executions_.end());
+    for (int d = 0; d < topo_.num_dims(); ++d) {
+        auto &active = active_[d];
+        for (size_t i = 0; i < active.size();) {
+            if (active[i].execution != execution) {
+                ++i;
+                continue;
+            }
+            active_bytes_[d] -= active[i].bytes;
+            active.erase(active.begin() + static_cast<long>(i));
+        }
+    }
 }
 
 Execution::Execution(Engine &engine, std::shared_ptr<const Plan> plan, char *work,
                      Reducer &reducer, const RunOptions &options)
     : engine_(engine), plan_(std::move(plan)), work_(work), reducer_(reducer),
       memory_(options.memory ? *options.memory : engine.memory()), hooks_(options.hooks),
-      next_(engine.topology().num_dims(), 0), active_(engine.topology().num_dims()),
-      active_bytes_(engine.topology().num_dims(), 0),
-      op_done_(plan_->ops.size(), false), tag_base_(plan_->ops.size(), 0),
-      remaining_(plan_->ops.size()), trace_(options.trace), t0_(std::chrono::steady_clock::now()) {
+      next_(engine.topology().num_dims(), 0), op_done_(plan_->ops.size(), false),
+      tag_base_(plan_->ops.size(), 0), remaining_(plan_->ops.size()), trace_(options.trace),
+      t0_(std::chrono::steady_clock::now()) {
     // Tags are numbered in each dimension's issue order, identical on every rank.
     for (size_t d = 0; d < plan_->dim_queue.size(); ++d)
         for (int op : plan_->dim_queue[d]) tag_base_[op] = engine_.next_tag_base(int(d));
@@ -51,7 +126,7 @@ Execution::Execution(Engine &engine, std::shared_ptr<const Plan> plan, char *wor
         hooks_->begin(*plan_);
     }
     if (engine_.max_active_bytes() != 0) {
-        // Counted once here: start_ready_ops asks about a waiting op on every progress().
+        // Counted once here: start_next asks about a waiting op on every progress().
         op_bytes_.resize(plan_->ops.size());
         for (size_t i = 0; i < op_bytes_.size(); ++i) op_bytes_[i] = plan_->ops[i].total_bytes();
     }
@@ -60,39 +135,36 @@ Execution::Execution(Engine &engine, std::shared_ptr<const Plan> plan, char *wor
         for (size_t i = 0; i < timing_.size(); ++i)
             timing_[i] = {{plan_->ops[i].chunk, plan_->ops[i].stage}, plan_->ops[i].dim, 0, 0, 0};
     }
+    if (remaining_ > 0) engine_.executions_.push_back(this);
 }
+
+Execution::~Execution() { engine_.forget(this); }
 
 double Execution::now() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
 }
 
-// Whether `op` may join the stages running on dimension d under the byte bound; an idle
-// dimension takes any stage, so every stage can run.
-bool Execution::fits(int d, int op) const {
-    return op_bytes_.empty() || active_[d].empty() ||
-           active_bytes_[d] + op_bytes_[op] <= engine_.max_active_bytes();
-}
-
-void Execution::start_ready_ops(int d) {
+Execution::Next Execution::start_next(int d) {
     const auto &queue = plan_->dim_queue[d];
-    while (next_[d] < queue.size() && static_cast<int>(active_[d].size()) < engine_.max_active()) {
-        const int op_index = queue[next_[d]];
-        const PlanOp &op = plan_->ops[op_index];
-        if (op.previous >= 0 && !op_done_[op.previous]) return; // strictly in order
-        if (!fits(d, op_index)) return;            // wait for running stages to drain
-        if (hooks_ && !hooks_->ready(op)) return; // its data is not in place yet
-        StageContext ctx{engine_.transport(), reducer_, memory_, work_, op,
-                         engine_.topology().dim(d).peers, tag_base_[op_index], hooks_};
-        if (trace_) {
-            // Ready when the chunk's previous stage ended here.
-            timing_[op_index].ready = op.previous >= 0 ? timing_[op.previous].end : 0;
-            timing_[op_index].start = now();
-        }
-        active_[d].push_back(
-            {op_index, make_stage_algorithm(plan_->algorithms[d], ctx)});
-        if (!op_bytes_.empty()) active_bytes_[d] += op_bytes_[op_index];
-        ++next_[d];
+    if (next_[d] >= queue.size()) return Next::None;
+    const int op_index = queue[next_[d]];
+    const PlanOp &op = plan_->ops[op_index];
+    const uint64_t bytes = op_bytes_.empty() ? 0 : op_bytes_[op_index];
+    if (op.previous >= 0 && !op_done_[op.previous]) return Next::Waiting; // strictly in order
+    if (!engine_.fits(d, bytes)) return Next::Waiting; // wait for running stages to drain
+    if (hooks_ && !hooks_->ready(op)) return Next::Waiting; // its data is not in place yet
+    StageContext ctx{engine_.transport(), reducer_, memory_, work_, op,
+                     engine_.topology().dim(d).peers, tag_base_[op_index], hooks_};
+    if (trace_) {
+        // Ready when the chunk's previous stage ended here.
+        timing_[op_index].ready = op.previous >= 0 ? timing_[op.previous].end : 0;
+        timing_[op_index].start = now();
     }
+    engine_.active_[d].push_back(
+        {this, op_index, bytes, make_stage_algorithm(plan_->algorithms[d], ctx)});
+    engine_.active_bytes_[d] += bytes;
+    ++next_[d];
+    return Next::Started;
 }
 
 void Execution::finish(int op) {
@@ -109,26 +181,8 @@ void Execution::finish(int op) {
 }
 
 bool Execution::progress() {
-    bool changed = true;
-    // Keep going while ops finish: a finished stage may unblock another dimension.
-    while (changed && remaining_ > 0) {
-        changed = false;
-        for (size_t d = 0; d < active_.size(); ++d) {
-            start_ready_ops(static_cast<int>(d));
-            auto &active = active_[d];
-            for (size_t i = 0; i < active.size();) {
-                if (active[i].algorithm->progress()) {
-                    finish(active[i].op);
-                    if (!op_bytes_.empty()) active_bytes_[d] -= op_bytes_[active[i].op];
-                    active.erase(active.begin() + static_cast<long>(i));
-                    changed = true;
-                } else {
-                    ++i;
-                }
-            }
-        }
-    }
-    return remaining_ == 0;
+    engine_.progress();
+    return done();
 }
 
 } // namespace themis

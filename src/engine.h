@@ -13,6 +13,15 @@
 // One Engine per communicator: it numbers the ops of each dimension across calls, so the
 // tags of concurrent or successive collectives never meet.
 //
+// Collectives in flight together (nonblocking calls) share the dimensions' queues: each
+// dimension has one K and one byte bound for all of them, and serves them in the order
+// they were started (every op of an earlier collective on that dimension before any op of
+// a later one; within one collective, its plan's order). MPI makes every rank start the
+// collectives of a communicator in the same order, so every rank of a dimension group
+// issues the same ops in the same order, whatever the timing: no rank can hold a slot for
+// an op its peers will only issue after an op that waits on it. An earlier collective
+// never waits on a later one, so progress is guaranteed for all of them.
+//
 // A call whose data does not simply sit in one host buffer (device memory staged through
 // host buffers, see staging.h) passes RunOptions: its own Memory for temporaries, and
 // ChunkHooks that say when a chunk's data is in place and where its bytes are. The ops,
@@ -63,21 +72,25 @@ struct RunOptions {
 
 class Engine;
 
-// One collective in flight: progress() until it returns true.
+// One collective in flight: progress() until it returns true. It joins its engine's
+// queues when constructed and leaves them when done or destroyed.
 class Execution {
   public:
     Execution(Engine &engine, std::shared_ptr<const Plan> plan, char *work, Reducer &reducer,
               const RunOptions &options = {});
+    ~Execution();
+    Execution(const Execution &) = delete;
+    Execution &operator=(const Execution &) = delete;
+    // Progresses every collective of the engine; true once this one is complete.
     bool progress();
     bool done() const { return remaining_ == 0; }
 
   private:
-    struct Active {
-        int op;
-        std::unique_ptr<StageAlgorithm> algorithm;
-    };
-    void start_ready_ops(int dim);
-    bool fits(int dim, int op) const;
+    friend class Engine;
+    enum class Next { Started, Waiting, None };
+    // Starts this execution's next op on dimension d if it may start now; None when it
+    // has no more ops there.
+    Next start_next(int d);
     void finish(int op);
     double now() const;
 
@@ -88,10 +101,8 @@ class Execution {
     Memory &memory_;
     ChunkHooks *hooks_;
     std::vector<bool> last_stage_; // per op, with hooks: the chunk's last stage
-    std::vector<size_t> next_;               // per dimension: next position in dim_queue
-    std::vector<std::vector<Active>> active_; // per dimension
-    std::vector<uint64_t> op_bytes_;          // per op, its bytes; empty: no byte bound
-    std::vector<uint64_t> active_bytes_;      // per dimension, with a byte bound
+    std::vector<size_t> next_;       // per dimension: next position in dim_queue
+    std::vector<uint64_t> op_bytes_; // per op, its bytes; empty: no byte bound
     std::vector<bool> op_done_;
     std::vector<int> tag_base_; // per op
     size_t remaining_;
@@ -112,6 +123,13 @@ class Engine {
     // Starts and drives a plan to completion.
     void run(std::shared_ptr<const Plan> plan, char *work, Reducer &reducer,
              const RunOptions &options = {});
+    // Drives a started execution to completion (and, meanwhile, every other one).
+    void wait(Execution &execution);
+    // Advances every execution in flight; safe to call from within itself (a transport
+    // that polls a progress loop which comes back here): the inner call returns at once.
+    void progress();
+    // Executions started and not yet complete.
+    size_t in_flight() const { return executions_.size(); }
 
     const Topology &topology() const { return topo_; }
     Transport &transport() { return transport_; }
@@ -121,8 +139,22 @@ class Engine {
 
   private:
     friend class Execution;
+    struct Active {
+        Execution *execution;
+        int op;
+        uint64_t bytes; // counted against the byte bound (0 without one)
+        std::unique_ptr<StageAlgorithm> algorithm;
+    };
     // Tag base of the next op issued on dimension d.
     int next_tag_base(int d);
+    // Starts ops on dimension d, executions in start order, while slots and bytes allow.
+    void start_ready_ops(int d);
+    // Whether a stage of `bytes` may join those running on dimension d: an idle dimension
+    // takes any stage, so every stage can run.
+    bool fits(int d, uint64_t bytes) const;
+    // Progresses the stages running on dimension d; true when one finished.
+    bool progress_active(int d);
+    void forget(Execution *execution);
 
     Topology topo_;
     Transport &transport_;
@@ -130,6 +162,10 @@ class Engine {
     int max_active_;
     uint64_t max_active_bytes_;
     std::vector<uint64_t> op_counter_; // per dimension, across calls
+    std::vector<Execution *> executions_;  // in flight, in start order
+    std::vector<std::vector<Active>> active_; // per dimension, all executions' stages
+    std::vector<uint64_t> active_bytes_;      // per dimension, with a byte bound
+    bool progressing_ = false;
 };
 
 } // namespace themis

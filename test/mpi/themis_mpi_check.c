@@ -65,9 +65,10 @@ static const char *const coll_names[] = {"allreduce", "reduce_scatter", "reduce_
                                          "allgather", "reduce", "iallreduce", "scan"};
 
 enum { F_SIZES, F_TYPES, F_DERIVED, F_USEROP, F_SELF, F_OTHERS, F_MANY, F_CYCLES,
-       F_QUIRKS, F_HOLES, F_COUNT };
+       F_QUIRKS, F_HOLES, F_NONBLOCKING, F_COUNT };
 static const char *const family_names[] = {"sizes", "types", "derived", "userop", "self",
-                                           "others", "many", "cycles", "quirks", "holes"};
+                                           "others", "many", "cycles", "quirks", "holes",
+                                           "nonblocking"};
 
 enum { CM_WORLD, CM_DUP, CM_REV, CM_HALF, CM_COUNT };
 static const char *const comm_kinds[] = {"world", "dup", "rev", "half"};
@@ -79,6 +80,7 @@ static struct {
     int nsizes;
     size_t chunks, min_bytes;
     int large, many, cycles, big, max_report, verbose;
+    int nonblocking; /* the four collectives as MPI_I...: started, then MPI_Test polled */
     unsigned info_via; /* 1: MPI_Comm_dup_with_info, 2: MPI_Comm_set_info */
     const char *info_key, *info_value; /* --info-policy / --info-transport */
     const char *types; /* NULL = every type of the table */
@@ -859,6 +861,7 @@ typedef struct {
     char name[MPI_MAX_OBJECT_NAME];
     int rank, size;
     uint64_t seq; /* cases run on it: the same on all its ranks */
+    bool warm;    /* a blocking call has run on it (themis sets communicators up there) */
 } comm_info;
 
 /* Inputs of the next case on c: the same on all ranks of c. */
@@ -873,6 +876,7 @@ static void comm_info_init(comm_info *c, MPI_Comm comm, const char *name)
 {
     c->comm = comm;
     c->seq = 0;
+    c->warm = false;
     if (name) MPI_Comm_set_name(comm, name);
     int len = 0;
     MPI_Comm_get_name(comm, c->name, &len);
@@ -976,6 +980,54 @@ static void compare_range(const spec_t *s, const unsigned char *typed, size_t tf
     }
 }
 
+/* themis runs a communicator's nonblocking collectives once a blocking one has set it
+ * up (README, "Nonblocking collectives"): one allreduce of a themis size, checked. */
+static void warm_up(comm_info *c)
+{
+    if (c->warm) return;
+    c->warm = true;
+    const int count = (int) (opt.min_bytes / sizeof(int)) + c->size;
+    int *a = xmalloc((size_t) count * sizeof(int)), *r = xmalloc((size_t) count * sizeof(int));
+    for (int i = 0; i < count; i++) a[i] = c->rank + i;
+    check_t ck;
+    check_start(&ck, "allreduce comm=%s count=%d (warm-up)", c->name, count);
+    check_rc(&ck, MPI_Allreduce(a, r, count, MPI_INT, MPI_SUM, c->comm), "MPI_Allreduce");
+    for (int i = 0; i < count; i++)
+        if (r[i] != c->size * i + c->size * (c->size - 1) / 2) {
+            check_fail(&ck, "element %d: got %d", i, r[i]);
+            break;
+        }
+    check_end(&ck);
+    free(a);
+    free(r);
+}
+
+/* The nonblocking form of s's collective (rc: reduce_scatter's counts). */
+static int start_nonblocking(const spec_t *s, const void *sendbuf, void *recvbuf, const int *rc,
+                             int scount, MPI_Datatype sdt, MPI_Request *req)
+{
+    MPI_Comm comm = s->c->comm;
+    switch (s->coll) {
+    case C_ALLREDUCE:
+        return MPI_Iallreduce(sendbuf, recvbuf, (int) s->count, s->L->dt, s->oc->op, comm, req);
+    case C_REDUCE_SCATTER:
+        return MPI_Ireduce_scatter(sendbuf, recvbuf, rc, s->L->dt, s->oc->op, comm, req);
+    case C_REDUCE_SCATTER_BLOCK:
+        return MPI_Ireduce_scatter_block(sendbuf, recvbuf, (int) s->count, s->L->dt, s->oc->op,
+                                         comm, req);
+    default:
+        return MPI_Iallgather(sendbuf, scount, sdt, recvbuf, (int) s->count, s->L->dt, comm, req);
+    }
+}
+
+/* Polls with MPI_Test (the progress a computing application gives). */
+static int test_until_done(MPI_Request *req)
+{
+    int flag = 0, rc = MPI_SUCCESS;
+    while (rc == MPI_SUCCESS && !flag) rc = MPI_Test(req, &flag, MPI_STATUS_IGNORE);
+    return rc;
+}
+
 static void run_spec(const spec_t *s)
 {
     comm_info *c = s->c;
@@ -1042,7 +1094,11 @@ static void run_spec(const spec_t *s)
 
     int mrc = MPI_SUCCESS;
     MPI_Request req;
-    switch (s->coll) {
+    if (opt.nonblocking && s->coll < C_MAIN_COLLS) {
+        warm_up(c);
+        mrc = start_nonblocking(s, sendbuf, rb.p, rc, (int) s_elems, SL->dt, &req);
+        if (mrc == MPI_SUCCESS) mrc = test_until_done(&req);
+    } else switch (s->coll) {
     case C_ALLREDUCE:
         mrc = MPI_Allreduce(sendbuf, rb.p, (int) s->count, L->dt, oc->op, c->comm);
         break;
@@ -1830,6 +1886,153 @@ static void family_big(void)
     }
 }
 
+/* nonblocking: many requests outstanding at once, of all four nonblocking forms, mixed
+ * with blocking calls, completed by MPI_Waitall or by MPI_Test polling; one freed after
+ * completion; and two communicators started in opposite orders on even and odd ranks (legal
+ * in MPI: it must not deadlock), both before and after themis set them up. Every value
+ * is a closed form of (rank, element, request). */
+#define NB_REQS 8
+
+/* Input of request k on a rank; every form reduces or gathers these. */
+static int nb_value(int rank, int i, int k) { return rank * 3 + i % 1000 + k; }
+
+static int nb_sum(int n, int i, int k) { return n * (i % 1000 + k) + 3 * n * (n - 1) / 2; }
+
+typedef struct {
+    int form, count; /* form: C_ALLREDUCE .. C_ALLGATHER; count: per rank for RS/AG */
+    int *in, *out;
+} nb_call;
+
+static void nb_start(comm_info *c, nb_call *x, int form, int count, int k, MPI_Request *req,
+                     check_t *ck)
+{
+    const int n = c->size, total = form == C_ALLREDUCE ? count : count * n;
+    x->form = form, x->count = count;
+    x->in = xmalloc((size_t) total * sizeof(int));
+    x->out = xmalloc((size_t) total * sizeof(int));
+    for (int i = 0; i < total; i++) x->in[i] = nb_value(c->rank, i, k);
+    int rc;
+    int *counts = xmalloc((size_t) n * sizeof(int));
+    for (int r = 0; r < n; r++) counts[r] = count;
+    switch (form) {
+    case C_ALLREDUCE: rc = MPI_Iallreduce(x->in, x->out, count, MPI_INT, MPI_SUM, c->comm, req); break;
+    case C_REDUCE_SCATTER:
+        rc = MPI_Ireduce_scatter(x->in, x->out, counts, MPI_INT, MPI_SUM, c->comm, req);
+        break;
+    case C_REDUCE_SCATTER_BLOCK:
+        rc = MPI_Ireduce_scatter_block(x->in, x->out, count, MPI_INT, MPI_SUM, c->comm, req);
+        break;
+    default:
+        rc = MPI_Iallgather(x->in + (size_t) c->rank * count, count, MPI_INT, x->out, count,
+                            MPI_INT, c->comm, req);
+    }
+    free(counts);
+    check_rc(ck, rc, coll_names[form]);
+}
+
+/* Checks and frees a completed call started with request number k. */
+static void nb_finish(comm_info *c, nb_call *x, int k, check_t *ck)
+{
+    const int n = c->size;
+    const int total = x->form == C_ALLREDUCE || x->form == C_ALLGATHER ? x->count * (x->form == C_ALLGATHER ? n : 1) : x->count;
+    for (int j = 0; j < total; j++) {
+        /* RS: this rank's block of the sum; AG: rank j/count's block of the inputs */
+        const int i = x->form == C_ALLREDUCE || x->form == C_ALLGATHER ? j : c->rank * x->count + j;
+        const int want = x->form == C_ALLGATHER ? nb_value(j / x->count, i, k) : nb_sum(n, i, k);
+        if (x->out[j] != want) {
+            check_fail(ck, "request %d (%s) element %d: got %d expected %d", k,
+                       coll_names[x->form], j, x->out[j], want);
+            break;
+        }
+    }
+    free(x->in);
+    free(x->out);
+}
+
+/* NB_REQS requests of every form in turn on c, a blocking call among them. */
+static void nb_many(comm_info *c, bool poll)
+{
+    const int count = (int) themis_count(c, sizeof(int), false);
+    const int per_rank = count / c->size + 1;
+    nb_call calls[NB_REQS];
+    MPI_Request reqs[NB_REQS];
+    check_t ck;
+    check_start(&ck, "%d nonblocking collectives outstanding comm=%s count=%d (%s)", NB_REQS,
+                c->name, count, poll ? "MPI_Test polling" : "MPI_Waitall");
+    for (int k = 0; k < NB_REQS; k++) {
+        const int form = k % C_MAIN_COLLS;
+        nb_start(c, &calls[k], form, form == C_ALLREDUCE ? count : per_rank, k, &reqs[k], &ck);
+        if (k == NB_REQS / 2) run_four(c, "MPI_DOUBLE", K_SUM, 0); /* blocking among them */
+    }
+    if (poll) {
+        int done = 0;
+        while (!done) check_rc(&ck, MPI_Testall(NB_REQS, reqs, &done, MPI_STATUSES_IGNORE), "MPI_Testall");
+    } else {
+        check_rc(&ck, MPI_Waitall(NB_REQS, reqs, MPI_STATUSES_IGNORE), "MPI_Waitall");
+    }
+    for (int k = 0; k < NB_REQS; k++) nb_finish(c, &calls[k], k, &ck);
+    check_end(&ck);
+}
+
+/* Two communicators, each with an Iallreduce, started A then B on even ranks and B then
+ * A on odd ones. */
+static void nb_orders(const char *name, bool warm)
+{
+    comm_info cs[2];
+    for (int i = 0; i < 2; i++) {
+        MPI_Comm d;
+        MPI_Comm_dup(MPI_COMM_WORLD, &d);
+        char cname[64];
+        snprintf(cname, sizeof cname, "%s_%c", name, 'a' + i);
+        comm_info_init(&cs[i], d, cname);
+        if (warm) warm_up(&cs[i]);
+    }
+    const int count = (int) themis_count(&cs[0], sizeof(int), false);
+    nb_call calls[2];
+    MPI_Request reqs[2];
+    check_t ck;
+    check_start(&ck, "iallreduce on %s_a and %s_b started in opposite orders on even and odd "
+                     "ranks (%s)", name, name, warm ? "set up" : "first calls");
+    for (int j = 0; j < 2; j++) {
+        const int i = g_rank % 2 ? 1 - j : j;
+        nb_start(&cs[i], &calls[i], C_ALLREDUCE, count, i, &reqs[i], &ck);
+    }
+    check_rc(&ck, MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE), "MPI_Waitall");
+    for (int i = 0; i < 2; i++) nb_finish(&cs[i], &calls[i], i, &ck);
+    check_end(&ck);
+    for (int i = 0; i < 2; i++) comm_info_free(&cs[i]);
+}
+
+/* A request polled with MPI_Request_get_status (which leaves it allocated) until it is
+ * complete, then freed with MPI_Request_free. */
+static void nb_free_completed(comm_info *c)
+{
+    const int count = (int) themis_count(c, sizeof(int), false);
+    nb_call x;
+    MPI_Request req;
+    check_t ck;
+    check_start(&ck, "iallreduce comm=%s count=%d freed after completion", c->name, count);
+    nb_start(c, &x, C_ALLREDUCE, count, 5, &req, &ck);
+    int flag = 0;
+    while (!flag) check_rc(&ck, MPI_Request_get_status(req, &flag, MPI_STATUS_IGNORE), "MPI_Request_get_status");
+    check_rc(&ck, MPI_Request_free(&req), "MPI_Request_free");
+    if (req != MPI_REQUEST_NULL) check_fail(&ck, "MPI_Request_free left the request set");
+    nb_finish(c, &x, 5, &ck);
+    check_end(&ck);
+}
+
+static void family_nonblocking(void)
+{
+    for (int ci = 0; ci < g_ncomms; ci++) {
+        warm_up(&g_comms[ci]);
+        nb_many(&g_comms[ci], false);
+        nb_many(&g_comms[ci], true);
+        nb_free_completed(&g_comms[ci]);
+    }
+    nb_orders("chk_order", true);
+    nb_orders("chk_order_cold", false);
+}
+
 /* ====================================================================== main */
 
 static void usage(void)
@@ -1837,7 +2040,7 @@ static void usage(void)
     printf(
         "usage: themis_mpi_check [options]\n"
         "  --tests LIST        families: sizes,types,derived,userop,self,others,many,cycles,\n"
-        "                      quirks,holes, all (default) or none\n"
+        "                      quirks,holes,nonblocking, all (default) or none\n"
         "  --collectives LIST  allreduce,reduce_scatter,reduce_scatter_block,allgather or all\n"
         "  --comms LIST        world,dup,rev,half or all (default all): MPI_COMM_WORLD, a dup\n"
         "                      (chk_dup), a split with ranks reversed (chk_rev), halves split\n"
@@ -1848,6 +2051,9 @@ static void usage(void)
         "  --chunks N          coll_themis_chunks in force (default: $OMPI_MCA_coll_themis_chunks or 64)\n"
         "  --min-bytes N       coll_themis_min_bytes in force (default: $OMPI_MCA_coll_themis_min_bytes or 65536)\n"
         "  --no-large          leave out the ~1M-element counts\n"
+        "  --nonblocking       the four collectives of every family as MPI_Iallreduce, ...,\n"
+        "                      completed by MPI_Test polling (after one blocking call per\n"
+        "                      communicator: themis sets communicators up in blocking calls)\n"
         "  --many N            communicators alive at once (default 20)\n"
         "  --cycles N          create/use/free cycles (default 50)\n"
         "  --info-policy P     also give MPI_COMM_WORLD dups the MPI_Info key themis_policy=P\n"
@@ -1899,7 +2105,7 @@ static bool parse_options(int argc, char **argv)
     opt.seed = 20240229;
     enum { O_TESTS = 256, O_COLLS, O_COMMS, O_INPLACE, O_SIZES, O_CHUNKS, O_MINB, O_NOLARGE,
            O_MANY, O_CYCLES, O_INFO, O_BIG, O_SEED, O_MAXREP, O_VERBOSE, O_HELP, O_TYPES,
-           O_INFOVIA, O_INFOTRANSPORT };
+           O_INFOVIA, O_INFOTRANSPORT, O_NONBLOCKING };
     static const struct option lo[] = {
         {"tests", 1, 0, O_TESTS}, {"collectives", 1, 0, O_COLLS}, {"comms", 1, 0, O_COMMS},
         {"in-place", 1, 0, O_INPLACE}, {"sizes", 1, 0, O_SIZES}, {"chunks", 1, 0, O_CHUNKS},
@@ -1908,6 +2114,7 @@ static bool parse_options(int argc, char **argv)
         {"seed", 1, 0, O_SEED}, {"max-report", 1, 0, O_MAXREP}, {"verbose", 1, 0, O_VERBOSE},
         {"help", 0, 0, O_HELP}, {"types", 1, 0, O_TYPES},
         {"info-via", 1, 0, O_INFOVIA}, {"info-transport", 1, 0, O_INFOTRANSPORT},
+        {"nonblocking", 0, 0, O_NONBLOCKING},
         {0, 0, 0, 0}};
     bool ok = true;
     int o;
@@ -1934,6 +2141,7 @@ static bool parse_options(int argc, char **argv)
         case O_CHUNKS: opt.chunks = (size_t) strtoull(optarg, NULL, 0); break;
         case O_MINB: opt.min_bytes = (size_t) strtoull(optarg, NULL, 0); break;
         case O_NOLARGE: opt.large = 0; break;
+        case O_NONBLOCKING: opt.nonblocking = 1; break;
         case O_MANY: opt.many = atoi(optarg); break;
         case O_CYCLES: opt.cycles = atoi(optarg); break;
         case O_INFO: opt.info_key = "themis_policy", opt.info_value = optarg; break;
@@ -2012,7 +2220,8 @@ int main(int argc, char **argv)
 
     static void (*const families[F_COUNT])(void) = {
         family_sizes, family_types, family_derived, family_userop, family_self,
-        family_others, family_many, family_cycles, family_quirks, family_holes};
+        family_others, family_many, family_cycles, family_quirks, family_holes,
+        family_nonblocking};
     const double t_start = MPI_Wtime();
     if (opt.big) {
         family_big();

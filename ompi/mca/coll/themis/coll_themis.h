@@ -28,12 +28,17 @@ enum { THEMIS_CUDA_AUTO = 0, THEMIS_CUDA_STAGED = 1, THEMIS_CUDA_OFF = 2 };
 /* coll_themis_cuda_ipc: the device-direct node dimension. */
 enum { THEMIS_CUDA_IPC_AUTO = 0, THEMIS_CUDA_IPC_OFF = 1 };
 
-/* The collectives themis takes over, for per-slot bookkeeping. */
+/* The collectives themis takes over, for per-slot bookkeeping: the blocking forms, then
+ * the nonblocking ones in the same order. */
 enum {
     THEMIS_COLL_ALLREDUCE = 0,
     THEMIS_COLL_REDUCE_SCATTER,
     THEMIS_COLL_REDUCE_SCATTER_BLOCK,
     THEMIS_COLL_ALLGATHER,
+    THEMIS_COLL_IALLREDUCE,
+    THEMIS_COLL_IREDUCE_SCATTER,
+    THEMIS_COLL_IREDUCE_SCATTER_BLOCK,
+    THEMIS_COLL_IALLGATHER,
     THEMIS_COLL_COUNT
 };
 
@@ -90,6 +95,14 @@ typedef struct mca_coll_themis_module_t {
     mca_coll_base_module_t *previous_reduce_scatter_block_module;
     mca_coll_base_module_allgather_fn_t previous_allgather;
     mca_coll_base_module_t *previous_allgather_module;
+    mca_coll_base_module_iallreduce_fn_t previous_iallreduce;
+    mca_coll_base_module_t *previous_iallreduce_module;
+    mca_coll_base_module_ireduce_scatter_fn_t previous_ireduce_scatter;
+    mca_coll_base_module_t *previous_ireduce_scatter_module;
+    mca_coll_base_module_ireduce_scatter_block_fn_t previous_ireduce_scatter_block;
+    mca_coll_base_module_t *previous_ireduce_scatter_block_module;
+    mca_coll_base_module_iallgather_fn_t previous_iallgather;
+    mca_coll_base_module_t *previous_iallgather_module;
 
     struct ompi_communicator_t *comm;
     int setup_state;
@@ -131,6 +144,26 @@ int mca_coll_themis_allgather(const void *sbuf, int scount, struct ompi_datatype
                               void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
                               struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
 
+/* Nonblocking forms: the same collectives on the same engine, completed from Open MPI's
+ * progress loop (coll_themis_request.h). */
+int mca_coll_themis_iallreduce(const void *sbuf, void *rbuf, int count,
+                               struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                               struct ompi_communicator_t *comm, ompi_request_t **request,
+                               mca_coll_base_module_t *module);
+int mca_coll_themis_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
+                                    struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                    struct ompi_communicator_t *comm, ompi_request_t **request,
+                                    mca_coll_base_module_t *module);
+int mca_coll_themis_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
+                                          struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                          struct ompi_communicator_t *comm,
+                                          ompi_request_t **request,
+                                          mca_coll_base_module_t *module);
+int mca_coll_themis_iallgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                               void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
+                               struct ompi_communicator_t *comm, ompi_request_t **request,
+                               mca_coll_base_module_t *module);
+
 /* coll_themis_component.c: prints a message of help-coll-themis.txt from this
  * process; whether this is the job's first process (to print a message once). */
 void mca_coll_themis_show_help(const char *topic, ...);
@@ -138,6 +171,9 @@ bool mca_coll_themis_first_process(void);
 
 /* coll_themis_context.cpp: releases the C++ state of a communicator. */
 void mca_coll_themis_context_free(struct themis_context *context);
+
+/* coll_themis_request.cpp: stops progressing nonblocking calls (component close). */
+void mca_coll_themis_request_finalize(void);
 
 /* coll_themis_ucx.cpp: releases the process's UCX worker (component close). */
 void mca_coll_themis_ucx_finalize(void);

@@ -22,8 +22,8 @@ const char *unsupported_layout(ompi_datatype_t *rdtype, size_t elements) {
     return nullptr;
 }
 
-void allgather(Context &ctx, const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf,
-               int rcount, ompi_datatype_t *rdtype) {
+Prepared prepare_allgather(Context &ctx, const void *sbuf, int scount, ompi_datatype_t *sdtype,
+                           void *rbuf, int rcount, ompi_datatype_t *rdtype) {
     const RankLayout &layout = ctx.layout();
     const int n = static_cast<int>(layout.rank_at.size());
     const uint64_t block = element_extent(rdtype) * static_cast<uint64_t>(rcount);
@@ -35,10 +35,17 @@ void allgather(Context &ctx, const void *sbuf, int scount, ompi_datatype_t *sdty
     }
     std::vector<uint64_t> displs(n);
     for (int p = 0; p < n; ++p) displs[p] = static_cast<uint64_t>(layout.rank_at[p]) * block;
-    PlanRequest req = ctx.request(Collective::AllGather, 1, std::vector<uint64_t>(n, block));
-    req.block_displs = displs;
-    NoReducer none;
-    ctx.run(req, static_cast<char *>(rbuf), none);
+    Prepared p;
+    p.request = ctx.request(Collective::AllGather, 1, std::vector<uint64_t>(n, block));
+    p.request.block_displs = displs;
+    p.work = static_cast<char *>(rbuf);
+    p.reducer = std::make_unique<NoReducer>();
+    return p;
+}
+
+void allgather(Context &ctx, const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf,
+               int rcount, ompi_datatype_t *rdtype) {
+    run_prepared(ctx, prepare_allgather(ctx, sbuf, scount, sdtype, rbuf, rcount, rdtype));
 }
 
 #if THEMIS_HAVE_CUDA
@@ -98,6 +105,39 @@ void allgather_device(Context &ctx, const void *sbuf, int scount, ompi_datatype_
 }
 #endif
 
+#if THEMIS_HAVE_CUDA
+// With a device buffer: themis's device path, or the previous module on host copies. The
+// nonblocking form comes here too and completes before it returns (set_up false).
+int allgather_on_device(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf,
+                        int rcount, ompi_datatype_t *rdtype, ompi_communicator_t *comm,
+                        mca_coll_base_module_t *module, int collective, const char *name,
+                        const char *unsupported, bool set_up) {
+    const size_t elements = static_cast<size_t>(rcount) * ompi_comm_size(comm);
+    return run_device_or_delegate(
+        module, comm, collective, name, unsupported,
+        [&](Context &ctx) { allgather_device(ctx, sbuf, scount, sdtype, rbuf, rcount, rdtype); },
+        [&](mca_coll_themis_module_t *m) {
+            return previous_through_host(name, [&] {
+                cuda::HostView s(sbuf, sdtype, static_cast<size_t>(scount), true);
+                cuda::HostView r(rbuf, rdtype, elements, sbuf == MPI_IN_PLACE);
+                int rc = m->previous_allgather(s.get(), scount, sdtype, r.get(), rcount, rdtype,
+                                               comm, m->previous_allgather_module);
+                if (rc == OMPI_SUCCESS) r.copy_back(elements);
+                return rc;
+            });
+        },
+        set_up);
+}
+#endif
+
+const char *allgather_unsupported(int rcount, ompi_datatype_t *rdtype, ompi_communicator_t *comm) {
+    size_t type_size = 0;
+    ompi_datatype_type_size(rdtype, &type_size);
+    const size_t elements = static_cast<size_t>(rcount) * ompi_comm_size(comm);
+    const char *unsupported = unsupported_layout(rdtype, elements);
+    return unsupported ? unsupported : too_small(type_size * elements);
+}
+
 } // namespace
 
 extern "C" int mca_coll_themis_allgather(const void *sbuf, int scount,
@@ -105,26 +145,11 @@ extern "C" int mca_coll_themis_allgather(const void *sbuf, int scount,
                                          struct ompi_datatype_t *rdtype,
                                          struct ompi_communicator_t *comm,
                                          mca_coll_base_module_t *module) {
-    size_t type_size = 0;
-    ompi_datatype_type_size(rdtype, &type_size);
-    const size_t elements = static_cast<size_t>(rcount) * ompi_comm_size(comm);
-    const char *unsupported = unsupported_layout(rdtype, elements);
-    if (!unsupported) unsupported = too_small(type_size * elements);
+    const char *unsupported = allgather_unsupported(rcount, rdtype, comm);
 #if THEMIS_HAVE_CUDA
     if (cuda::on_device(sbuf) || cuda::on_device(rbuf))
-        return run_device_or_delegate(
-            module, comm, THEMIS_COLL_ALLGATHER, "MPI_Allgather", unsupported,
-            [&](Context &ctx) { allgather_device(ctx, sbuf, scount, sdtype, rbuf, rcount, rdtype); },
-            [&](mca_coll_themis_module_t *m) {
-                return previous_through_host("MPI_Allgather", [&] {
-                    cuda::HostView s(sbuf, sdtype, static_cast<size_t>(scount), true);
-                    cuda::HostView r(rbuf, rdtype, elements, sbuf == MPI_IN_PLACE);
-                    int rc = m->previous_allgather(s.get(), scount, sdtype, r.get(), rcount, rdtype,
-                                                   comm, m->previous_allgather_module);
-                    if (rc == OMPI_SUCCESS) r.copy_back(elements);
-                    return rc;
-                });
-            });
+        return allgather_on_device(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, module,
+                                   THEMIS_COLL_ALLGATHER, "MPI_Allgather", unsupported, true);
 #endif
     return run_or_delegate(
         module, comm, THEMIS_COLL_ALLGATHER, "MPI_Allgather", unsupported,
@@ -132,5 +157,30 @@ extern "C" int mca_coll_themis_allgather(const void *sbuf, int scount,
         [&](mca_coll_themis_module_t *m) {
             return m->previous_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
                                          m->previous_allgather_module);
+        });
+}
+
+extern "C" int mca_coll_themis_iallgather(const void *sbuf, int scount,
+                                          struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                                          struct ompi_datatype_t *rdtype,
+                                          struct ompi_communicator_t *comm,
+                                          ompi_request_t **request,
+                                          mca_coll_base_module_t *module) {
+    const char *unsupported = allgather_unsupported(rcount, rdtype, comm);
+#if THEMIS_HAVE_CUDA
+    if (cuda::on_device(sbuf) || cuda::on_device(rbuf))
+        return completed_request(allgather_on_device(sbuf, scount, sdtype, rbuf, rcount, rdtype,
+                                                     comm, module, THEMIS_COLL_IALLGATHER,
+                                                     "MPI_Iallgather", unsupported, false),
+                                 request);
+#endif
+    return start_or_delegate(
+        module, comm, THEMIS_COLL_IALLGATHER, "MPI_Iallgather", unsupported, request,
+        [&](Context &ctx) {
+            return prepare_allgather(ctx, sbuf, scount, sdtype, rbuf, rcount, rdtype);
+        },
+        [&](mca_coll_themis_module_t *m) {
+            return m->previous_iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
+                                          request, m->previous_iallgather_module);
         });
 }

@@ -15,26 +15,35 @@ using namespace themis;
 
 namespace {
 
-void allreduce(Context &ctx, const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
-               ompi_op_t *op) {
+Prepared prepare_allreduce(Context &ctx, const void *sbuf, void *rbuf, int count,
+                           ompi_datatype_t *dtype, ompi_op_t *op) {
     const size_t extent = element_extent(dtype);
     size_t type_size = 0;
     ompi_datatype_type_size(dtype, &type_size);
     if (sbuf != MPI_IN_PLACE) ompi_datatype_copy_content_same_ddt(dtype, count, rbuf, sbuf);
 
-    const size_t bytes = extent * static_cast<size_t>(count);
+    Prepared p;
+    p.request = ctx.request(Collective::AllReduce, extent, {static_cast<uint64_t>(count)});
+    p.reducer = std::make_unique<OpReducer>(op, dtype, extent);
+    p.work = static_cast<char *>(rbuf);
     // Gaps between the fields (MPI_SHORT_INT) or after them (MPI_DOUBLE_INT): work in a
     // temporary buffer, so rbuf's gaps are never written, nor the bytes past its end.
-    const bool padded = type_size < extent;
-    char *work = padded ? static_cast<char *>(ctx.memory().acquire(bytes)) : static_cast<char *>(rbuf);
-    if (padded) ompi_datatype_copy_content_same_ddt(dtype, count, work, rbuf);
-    OpReducer reducer(op, dtype, extent);
-    ctx.run(ctx.request(Collective::AllReduce, extent, {static_cast<uint64_t>(count)}), work,
-            reducer);
-    if (padded) {
-        ompi_datatype_copy_content_same_ddt(dtype, count, rbuf, work);
-        ctx.memory().release(work, bytes);
+    if (type_size < extent) {
+        const size_t bytes = extent * static_cast<size_t>(count);
+        HostMemory *memory = &ctx.memory();
+        char *work = p.work = static_cast<char *>(memory->acquire(bytes));
+        ompi_datatype_copy_content_same_ddt(dtype, count, work, rbuf);
+        p.finish = [=] {
+            ompi_datatype_copy_content_same_ddt(dtype, count, rbuf, work);
+            memory->release(work, bytes);
+        };
     }
+    return p;
+}
+
+void allreduce(Context &ctx, const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
+               ompi_op_t *op) {
+    run_prepared(ctx, prepare_allreduce(ctx, sbuf, rbuf, count, dtype, op));
 }
 
 #if THEMIS_HAVE_CUDA
@@ -77,7 +86,35 @@ void allreduce_device(Context &ctx, const void *sbuf, void *rbuf, int count,
     ctx.run(req, nullptr, reducer, staged.options());
     staged.finish();
 }
+
+// With a device buffer: themis's device path, or the previous module on host copies. The
+// nonblocking form comes here too and completes before it returns (set_up false).
+int allreduce_on_device(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
+                        ompi_op_t *op, ompi_communicator_t *comm, mca_coll_base_module_t *module,
+                        int collective, const char *name, const char *unsupported, bool set_up) {
+    return run_device_or_delegate(
+        module, comm, collective, name, unsupported,
+        [&](Context &ctx) { allreduce_device(ctx, sbuf, rbuf, count, dtype, op); },
+        [&](mca_coll_themis_module_t *m) {
+            return previous_through_host(name, [&] {
+                cuda::HostView s(sbuf, dtype, static_cast<size_t>(count), true);
+                cuda::HostView r(rbuf, dtype, static_cast<size_t>(count), sbuf == MPI_IN_PLACE);
+                int rc = m->previous_allreduce(s.get(), r.get(), count, dtype, op, comm,
+                                               m->previous_allreduce_module);
+                if (rc == OMPI_SUCCESS) r.copy_back(static_cast<size_t>(count));
+                return rc;
+            });
+        },
+        set_up);
+}
 #endif
+
+const char *allreduce_unsupported(int count, ompi_datatype_t *dtype, ompi_op_t *op) {
+    size_t type_size = 0;
+    ompi_datatype_type_size(dtype, &type_size);
+    const char *unsupported = reduction_unsupported(dtype, op);
+    return unsupported ? unsupported : too_small(type_size * static_cast<size_t>(count));
+}
 
 } // namespace
 
@@ -85,25 +122,11 @@ extern "C" int mca_coll_themis_allreduce(const void *sbuf, void *rbuf, int count
                                          struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                          struct ompi_communicator_t *comm,
                                          mca_coll_base_module_t *module) {
-    size_t type_size = 0;
-    ompi_datatype_type_size(dtype, &type_size);
-    const char *unsupported = reduction_unsupported(dtype, op);
-    if (!unsupported) unsupported = too_small(type_size * static_cast<size_t>(count));
+    const char *unsupported = allreduce_unsupported(count, dtype, op);
 #if THEMIS_HAVE_CUDA
     if (cuda::on_device(sbuf) || cuda::on_device(rbuf))
-        return run_device_or_delegate(
-            module, comm, THEMIS_COLL_ALLREDUCE, "MPI_Allreduce", unsupported,
-            [&](Context &ctx) { allreduce_device(ctx, sbuf, rbuf, count, dtype, op); },
-            [&](mca_coll_themis_module_t *m) {
-                return previous_through_host("MPI_Allreduce", [&] {
-                    cuda::HostView s(sbuf, dtype, static_cast<size_t>(count), true);
-                    cuda::HostView r(rbuf, dtype, static_cast<size_t>(count), sbuf == MPI_IN_PLACE);
-                    int rc = m->previous_allreduce(s.get(), r.get(), count, dtype, op, comm,
-                                                   m->previous_allreduce_module);
-                    if (rc == OMPI_SUCCESS) r.copy_back(static_cast<size_t>(count));
-                    return rc;
-                });
-            });
+        return allreduce_on_device(sbuf, rbuf, count, dtype, op, comm, module,
+                                   THEMIS_COLL_ALLREDUCE, "MPI_Allreduce", unsupported, true);
 #endif
     return run_or_delegate(
         module, comm, THEMIS_COLL_ALLREDUCE, "MPI_Allreduce", unsupported,
@@ -111,5 +134,27 @@ extern "C" int mca_coll_themis_allreduce(const void *sbuf, void *rbuf, int count
         [&](mca_coll_themis_module_t *m) {
             return m->previous_allreduce(sbuf, rbuf, count, dtype, op, comm,
                                          m->previous_allreduce_module);
+        });
+}
+
+extern "C" int mca_coll_themis_iallreduce(const void *sbuf, void *rbuf, int count,
+                                          struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                          struct ompi_communicator_t *comm,
+                                          ompi_request_t **request,
+                                          mca_coll_base_module_t *module) {
+    const char *unsupported = allreduce_unsupported(count, dtype, op);
+#if THEMIS_HAVE_CUDA
+    if (cuda::on_device(sbuf) || cuda::on_device(rbuf))
+        return completed_request(allreduce_on_device(sbuf, rbuf, count, dtype, op, comm, module,
+                                                     THEMIS_COLL_IALLREDUCE, "MPI_Iallreduce",
+                                                     unsupported, false),
+                                 request);
+#endif
+    return start_or_delegate(
+        module, comm, THEMIS_COLL_IALLREDUCE, "MPI_Iallreduce", unsupported, request,
+        [&](Context &ctx) { return prepare_allreduce(ctx, sbuf, rbuf, count, dtype, op); },
+        [&](mca_coll_themis_module_t *m) {
+            return m->previous_iallreduce(sbuf, rbuf, count, dtype, op, comm, request,
+                                          m->previous_iallreduce_module);
         });
 }

@@ -246,6 +246,7 @@ static int themis_open(void)
 
 static int themis_close(void)
 {
+    mca_coll_themis_request_finalize();
     mca_coll_themis_ucx_finalize();
 #if THEMIS_HAVE_CUDA
     mca_coll_themis_cuda_finalize();

@@ -418,33 +418,50 @@ PlanRequest Context::request(Collective coll, uint64_t element_size,
     return req;
 }
 
-void Context::run(const PlanRequest &req, char *work, Reducer &reducer, const RunOptions &options) {
+std::unique_ptr<StartedRun> Context::start(const PlanRequest &req, char *work, Reducer &reducer,
+                                           const RunOptions &options) {
+    std::unique_ptr<StartedRun> started(new StartedRun(*this));
     const size_t misses = cache_.misses();
-    std::shared_ptr<const Plan> plan = cache_.get(layout_.topology, req);
+    started->plan_ = cache_.get(layout_.topology, req);
+    const Plan &plan = *started->plan_;
     if (params().verbose >= 5) {
         char line[256];
-        const double ideal = ideal_time(layout_.topology, req.collective, double(plan->work_bytes));
+        const double ideal = ideal_time(layout_.topology, req.collective, double(plan.work_bytes));
         snprintf(line, sizeof line,
                  "%s %llu B: %zu chunks, policy %s/%s K=%d, predicted %.3g ms (%.1f %% of the "
                  "ideal bound), plan %s",
-                 collective_name(req.collective),
-                 static_cast<unsigned long long>(plan->work_bytes), plan->schedule.size(),
-                 policy_name(req.scheduler.policy), intra_policy_name(req.ordering.intra),
-                 req.ordering.max_active, plan->predicted_time * 1e3,
-                 100 * ideal / plan->predicted_time, cache_.misses() > misses ? "compiled" : "cached");
+                 collective_name(req.collective), static_cast<unsigned long long>(plan.work_bytes),
+                 plan.schedule.size(), policy_name(req.scheduler.policy),
+                 intra_policy_name(req.ordering.intra), req.ordering.max_active,
+                 plan.predicted_time * 1e3, 100 * ideal / plan.predicted_time,
+                 cache_.misses() > misses ? "compiled" : "cached");
         say(5, comm_, line);
-        if (params().verbose >= 10) say(10, comm_, "\n" + plan->describe());
+        if (params().verbose >= 10) say(10, comm_, "\n" + plan.describe());
     }
-    if (!trace_.is_open()) {
-        engine_->run(plan, work, reducer, options);
-        return;
-    }
-    std::vector<StageRun> runs;
     RunOptions traced = options;
-    traced.trace = &runs;
-    engine_->run(plan, work, reducer, traced);
-    write_stage_csv(trace_, plan->schedule, std::move(runs), traced_calls_++);
+    if (trace_.is_open()) {
+        started->traced_ = true;
+        traced.trace = &started->runs_;
+    }
+    started->execution_ = engine_->start(started->plan_, work, reducer, traced);
+    return started;
+}
+
+void Context::run(const PlanRequest &req, char *work, Reducer &reducer, const RunOptions &options) {
+    std::unique_ptr<StartedRun> started = start(req, work, reducer, options);
+    while (!started->progress()) transport_->progress();
+}
+
+void Context::write_trace(const StartedRun &run) {
+    write_stage_csv(trace_, run.plan_->schedule, run.runs_, traced_calls_++);
     trace_.flush();
+}
+
+bool StartedRun::progress() {
+    if (execution_->done()) return true;
+    if (!execution_->progress()) return false;
+    if (traced_) ctx_.write_trace(*this);
+    return true;
 }
 
 Context *context_for(mca_coll_themis_module_t *m, ompi_communicator_t *comm) {

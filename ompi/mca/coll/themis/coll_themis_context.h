@@ -23,6 +23,26 @@
 
 namespace themis {
 
+class Context;
+
+// A collective started on a communicator's engine (Context::start); the communicator
+// must outlive it.
+class StartedRun {
+  public:
+    // Progresses every collective in flight on the communicator; true once this one is
+    // complete (its stage timings then written to the trace, if any).
+    bool progress();
+
+  private:
+    friend class Context;
+    explicit StartedRun(Context &ctx) : ctx_(ctx) {}
+    Context &ctx_;
+    std::shared_ptr<const Plan> plan_;
+    bool traced_ = false;
+    std::vector<StageRun> runs_;
+    std::unique_ptr<Execution> execution_;
+};
+
 class Context {
   public:
     // Collective over `comm`; returns nullptr (and says why at verbose level 1) when
@@ -49,9 +69,16 @@ class Context {
     // `options` says: device buffers, see coll_themis_cuda.h).
     void run(const PlanRequest &req, char *work, Reducer &reducer,
              const RunOptions &options = RunOptions());
+    // Starts it and returns at once; collectives in flight together share the dimensions'
+    // queues in start order (engine.h).
+    std::unique_ptr<StartedRun> start(const PlanRequest &req, char *work, Reducer &reducer,
+                                      const RunOptions &options = RunOptions());
 
   private:
+    friend class StartedRun;
     Context(ompi_communicator_t *comm, RankLayout layout);
+    // Appends a completed call's stage timings to the trace.
+    void write_trace(const StartedRun &run);
     // Picks and connects the transport (collective); says which and why.
     void connect(mca_coll_themis_module_t *m);
     // Sets the rates the spec does not give (collective; see coll_themis_calibrate.h) and

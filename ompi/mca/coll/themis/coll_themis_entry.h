@@ -5,6 +5,14 @@
 //   2. the communicator's context is set up on its first eligible call;
 //   3. the collective runs; a failure is reported with a help message.
 //
+// The nonblocking forms (start_or_delegate) decide alike, with one difference: they never
+// set a communicator up. Set-up is collective and blocking, and MPI lets ranks start
+// nonblocking collectives on different communicators in different orders: a rank setting
+// up A while its peer sets up B would wait forever. So a communicator's nonblocking calls
+// run on themis once a blocking call has set it up; before, the previous module runs them.
+// A host collective is prepared (inputs in place, plan request, what completes it), then
+// run to the end (blocking) or started and completed from the progress loop.
+//
 // With CUDA (coll_themis_cuda.h) each entry point first asks whether its buffers are
 // device memory; if so the same decision is taken with device-aware `run` and `previous`
 // (the memory kind changes how this rank's bytes move, never whether themis runs).
@@ -12,16 +20,70 @@
 
 #include "coll_themis_context.h"
 #include "coll_themis_cuda.h"
+#include "coll_themis_request.h"
+
+#include <functional>
 
 namespace themis {
 
+// A host collective ready for the engine.
+struct Prepared {
+    PlanRequest request;
+    char *work = nullptr;
+    std::unique_ptr<Reducer> reducer;
+    std::function<void()> finish; // once complete: results out, temporaries back (or empty)
+};
+
+inline void run_prepared(Context &ctx, Prepared p) {
+    ctx.run(p.request, p.work, *p.reducer);
+    if (p.finish) p.finish();
+}
+
+// A prepared collective in flight for a nonblocking call; it holds the communicator (and
+// with it the engine) until complete, even if the user frees it meanwhile.
+class EngineCall : public PendingCall {
+  public:
+    EngineCall(ompi_communicator_t *comm, Context &ctx, Prepared p) : comm_(comm), p_(std::move(p)) {
+        OBJ_RETAIN(comm_);
+        started_ = ctx.start(p_.request, p_.work, *p_.reducer);
+    }
+    ~EngineCall() override {
+        started_.reset();
+        p_ = Prepared();
+        OBJ_RELEASE(comm_);
+    }
+    bool progress() override {
+        if (!started_->progress()) return false;
+        if (p_.finish) {
+            p_.finish();
+            p_.finish = nullptr;
+        }
+        return true;
+    }
+
+  private:
+    ompi_communicator_t *comm_;
+    Prepared p_;
+    std::unique_ptr<StartedRun> started_;
+};
+
+// The context a call runs on, or nullptr: the previous module runs it. Blocking calls set
+// the communicator up; nonblocking ones use it once set up.
+inline Context *eligible_context(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
+                                 const char *unsupported, bool set_up) {
+    if (unsupported) return nullptr;
+    if (set_up) return context_for(m, comm);
+    return m->context ? m->context->context.get() : nullptr;
+}
+
 template <typename Run, typename Previous>
 int run_or_delegate(mca_coll_base_module_t *module, ompi_communicator_t *comm, int collective,
-                    const char *name, const char *unsupported, Run run, Previous previous) {
+                    const char *name, const char *unsupported, Run run, Previous previous,
+                    bool set_up = true) {
     auto *m = reinterpret_cast<mca_coll_themis_module_t *>(module);
     if (m->in_setup) return previous(m);
     ++m->calls[collective];
-    Context *ctx = unsupported ? nullptr : context_for(m, comm);
+    Context *ctx = eligible_context(m, comm, unsupported, set_up);
     if (ctx == nullptr) {
         if (unsupported)
             opal_output_verbose(5, mca_coll_themis_component.output,
@@ -37,6 +99,22 @@ int run_or_delegate(mca_coll_base_module_t *module, ompi_communicator_t *comm, i
     return OMPI_SUCCESS;
 }
 
+// The nonblocking form: `prepare(ctx)` gives the Prepared collective, started on the
+// engine with a request completed from the progress loop; `previous(m)` hands the call
+// down.
+template <typename Prepare, typename Previous>
+int start_or_delegate(mca_coll_base_module_t *module, ompi_communicator_t *comm, int collective,
+                      const char *name, const char *unsupported, ompi_request_t **request,
+                      Prepare prepare, Previous previous) {
+    return run_or_delegate(
+        module, comm, collective, name, unsupported,
+        [&](Context &ctx) {
+            int rc = start_request(std::make_unique<EngineCall>(comm, ctx, prepare(ctx)), request);
+            if (rc != OMPI_SUCCESS) throw std::runtime_error("starting the request failed");
+        },
+        previous, false);
+}
+
 #if THEMIS_HAVE_CUDA
 // run_or_delegate for a call with device buffers. Whether a communicator runs its node
 // dimensions device-direct is decided once, at set-up, by every rank together: only a
@@ -46,10 +124,11 @@ int run_or_delegate(mca_coll_base_module_t *module, ompi_communicator_t *comm, i
 template <typename Run, typename Previous>
 int run_device_or_delegate(mca_coll_base_module_t *module, ompi_communicator_t *comm,
                            int collective, const char *name, const char *unsupported, Run run,
-                           Previous previous) {
+                           Previous previous, bool set_up) {
     auto *m = reinterpret_cast<mca_coll_themis_module_t *>(module);
     m->device_call = true;
-    const int rc = run_or_delegate(module, comm, collective, name, unsupported, run, previous);
+    const int rc =
+        run_or_delegate(module, comm, collective, name, unsupported, run, previous, set_up);
     m->device_call = false;
     return rc;
 }

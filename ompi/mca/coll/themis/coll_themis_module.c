@@ -12,16 +12,29 @@
 #include "opal/util/output.h"
 #include "opal/util/show_help.h"
 
+static void forget_previous(mca_coll_themis_module_t *m)
+{
+    m->previous_allreduce_module = NULL;
+    m->previous_reduce_scatter_module = NULL;
+    m->previous_reduce_scatter_block_module = NULL;
+    m->previous_allgather_module = NULL;
+    m->previous_iallreduce_module = NULL;
+    m->previous_ireduce_scatter_module = NULL;
+    m->previous_ireduce_scatter_block_module = NULL;
+    m->previous_iallgather_module = NULL;
+}
+
 static void module_construct(mca_coll_themis_module_t *m)
 {
     m->previous_allreduce = NULL;
-    m->previous_allreduce_module = NULL;
     m->previous_reduce_scatter = NULL;
-    m->previous_reduce_scatter_module = NULL;
     m->previous_reduce_scatter_block = NULL;
-    m->previous_reduce_scatter_block_module = NULL;
     m->previous_allgather = NULL;
-    m->previous_allgather_module = NULL;
+    m->previous_iallreduce = NULL;
+    m->previous_ireduce_scatter = NULL;
+    m->previous_ireduce_scatter_block = NULL;
+    m->previous_iallgather = NULL;
+    forget_previous(m);
     m->comm = NULL;
     m->setup_state = THEMIS_SETUP_PENDING;
     m->in_setup = false;
@@ -32,8 +45,9 @@ static void module_construct(mca_coll_themis_module_t *m)
 
 static void print_call_counts(const mca_coll_themis_module_t *m)
 {
-    static const char *names[THEMIS_COLL_COUNT] = {"allreduce", "reduce_scatter",
-                                                   "reduce_scatter_block", "allgather"};
+    static const char *names[THEMIS_COLL_COUNT] = {
+        "allreduce",  "reduce_scatter",  "reduce_scatter_block",  "allgather",
+        "iallreduce", "ireduce_scatter", "ireduce_scatter_block", "iallgather"};
     for (int i = 0; i < THEMIS_COLL_COUNT; ++i) {
         if (0 == m->calls[i]) continue;
         opal_output_verbose(2, mca_coll_themis_component.output,
@@ -52,10 +66,12 @@ static void release_previous(mca_coll_themis_module_t *m)
     if (m->previous_reduce_scatter_block_module)
         OBJ_RELEASE(m->previous_reduce_scatter_block_module);
     if (m->previous_allgather_module) OBJ_RELEASE(m->previous_allgather_module);
-    m->previous_allreduce_module = NULL;
-    m->previous_reduce_scatter_module = NULL;
-    m->previous_reduce_scatter_block_module = NULL;
-    m->previous_allgather_module = NULL;
+    if (m->previous_iallreduce_module) OBJ_RELEASE(m->previous_iallreduce_module);
+    if (m->previous_ireduce_scatter_module) OBJ_RELEASE(m->previous_ireduce_scatter_module);
+    if (m->previous_ireduce_scatter_block_module)
+        OBJ_RELEASE(m->previous_ireduce_scatter_block_module);
+    if (m->previous_iallgather_module) OBJ_RELEASE(m->previous_iallgather_module);
+    forget_previous(m);
 }
 
 static void module_destruct(mca_coll_themis_module_t *m)
@@ -133,7 +149,11 @@ static bool has_previous(const mca_coll_themis_module_t *m)
     return m->previous_allreduce && m->previous_allreduce_module && m->previous_reduce_scatter &&
            m->previous_reduce_scatter_module && m->previous_reduce_scatter_block &&
            m->previous_reduce_scatter_block_module && m->previous_allgather &&
-           m->previous_allgather_module;
+           m->previous_allgather_module && m->previous_iallreduce &&
+           m->previous_iallreduce_module && m->previous_ireduce_scatter &&
+           m->previous_ireduce_scatter_module && m->previous_ireduce_scatter_block &&
+           m->previous_ireduce_scatter_block_module && m->previous_iallgather &&
+           m->previous_iallgather_module;
 }
 
 /* Keeps the themis_policy info key on the communicator (Open MPI drops keys nobody
@@ -165,16 +185,17 @@ static int themis_module_enable(mca_coll_base_module_t *module, struct ompi_comm
     SAVE_PREVIOUS(m, comm, reduce_scatter);
     SAVE_PREVIOUS(m, comm, reduce_scatter_block);
     SAVE_PREVIOUS(m, comm, allgather);
+    SAVE_PREVIOUS(m, comm, iallreduce);
+    SAVE_PREVIOUS(m, comm, ireduce_scatter);
+    SAVE_PREVIOUS(m, comm, ireduce_scatter_block);
+    SAVE_PREVIOUS(m, comm, iallgather);
     if (!has_previous(m)) {
         /* Nothing below us: Open MPI 4.1 needs every slot filled, so themis alone
          * cannot run. Say what to type instead (once per process). */
         static bool shown = false;
         if (!shown && 0 == ompi_comm_rank(comm)) mca_coll_themis_show_help("themis-alone");
         shown = true;
-        m->previous_allreduce_module = NULL;
-        m->previous_reduce_scatter_module = NULL;
-        m->previous_reduce_scatter_block_module = NULL;
-        m->previous_allgather_module = NULL;
+        forget_previous(m);
         return OMPI_ERR_NOT_FOUND;
     }
     /* Taking a slot releases its previous owner: keep ours alive. */
@@ -182,6 +203,10 @@ static int themis_module_enable(mca_coll_base_module_t *module, struct ompi_comm
     OBJ_RETAIN(m->previous_reduce_scatter_module);
     OBJ_RETAIN(m->previous_reduce_scatter_block_module);
     OBJ_RETAIN(m->previous_allgather_module);
+    OBJ_RETAIN(m->previous_iallreduce_module);
+    OBJ_RETAIN(m->previous_ireduce_scatter_module);
+    OBJ_RETAIN(m->previous_ireduce_scatter_block_module);
+    OBJ_RETAIN(m->previous_iallgather_module);
     m->comm = comm;
     opal_infosubscribe_subscribe(&comm->super, "themis_policy", "", policy_info_callback);
     opal_infosubscribe_subscribe(&comm->super, "themis_transport", "", transport_info_callback);
@@ -218,5 +243,9 @@ mca_coll_base_module_t *mca_coll_themis_comm_query(struct ompi_communicator_t *c
     m->super.coll_reduce_scatter = mca_coll_themis_reduce_scatter;
     m->super.coll_reduce_scatter_block = mca_coll_themis_reduce_scatter_block;
     m->super.coll_allgather = mca_coll_themis_allgather;
+    m->super.coll_iallreduce = mca_coll_themis_iallreduce;
+    m->super.coll_ireduce_scatter = mca_coll_themis_ireduce_scatter;
+    m->super.coll_ireduce_scatter_block = mca_coll_themis_ireduce_scatter_block;
+    m->super.coll_iallgather = mca_coll_themis_iallgather;
     return &m->super;
 }

@@ -10,11 +10,20 @@
 
 namespace themis {
 
-// dst = src op dst with ompi_op_reduce, over whole elements of the datatype.
+// dst = src op dst with ompi_op_reduce, over whole elements of the datatype. It holds a
+// reference to the op: a nonblocking call's user op may be freed before it completes.
 class OpReducer : public Reducer {
   public:
     OpReducer(ompi_op_t *op, ompi_datatype_t *dtype, size_t extent)
-        : op_(op), dtype_(dtype), extent_(extent) {}
+        : op_(op), dtype_(dtype), extent_(extent) {
+        OBJ_RETAIN(op_);
+    }
+    ~OpReducer() override {
+        ompi_op_t *op = op_;
+        OBJ_RELEASE(op);
+    }
+    OpReducer(const OpReducer &) = delete;
+    OpReducer &operator=(const OpReducer &) = delete;
     void reduce(void *dst, const void *src, size_t bytes) override {
         ompi_op_reduce(op_, const_cast<void *>(src), dst, bytes / extent_, dtype_);
     }

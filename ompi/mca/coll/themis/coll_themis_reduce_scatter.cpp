@@ -34,21 +34,33 @@ PlanRequest request_for(Context &ctx, const std::vector<int> &rcounts, size_t ex
     return req;
 }
 
-void reduce_scatter(Context &ctx, const void *sbuf, void *rbuf, const std::vector<int> &rcounts,
-                    ompi_datatype_t *dtype, ompi_op_t *op) {
+Prepared prepare_reduce_scatter(Context &ctx, const void *sbuf, void *rbuf,
+                                const std::vector<int> &rcounts, ompi_datatype_t *dtype,
+                                ompi_op_t *op) {
     const int n = static_cast<int>(rcounts.size());
     std::vector<uint64_t> displ;
     const size_t extent = element_extent(dtype);
-    const PlanRequest req = request_for(ctx, rcounts, extent, displ);
+    Prepared p;
+    p.request = request_for(ctx, rcounts, extent, displ);
     const size_t bytes = displ[n] * extent;
-    char *work = static_cast<char *>(ctx.memory().acquire(bytes));
+    HostMemory *memory = &ctx.memory();
+    char *work = p.work = static_cast<char *>(memory->acquire(bytes));
     const void *input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
     ompi_datatype_copy_content_same_ddt(dtype, displ[n], work, input);
-    OpReducer reducer(op, dtype, extent);
-    ctx.run(req, work, reducer);
+    p.reducer = std::make_unique<OpReducer>(op, dtype, extent);
     const int me = ctx.layout().rank_at[ctx.position()];
-    ompi_datatype_copy_content_same_ddt(dtype, rcounts[me], rbuf, work + displ[me] * extent);
-    ctx.memory().release(work, bytes);
+    const int own = rcounts[me];
+    char *result = work + displ[me] * extent;
+    p.finish = [=] {
+        ompi_datatype_copy_content_same_ddt(dtype, own, static_cast<char *>(rbuf), result);
+        memory->release(work, bytes);
+    };
+    return p;
+}
+
+void reduce_scatter(Context &ctx, const void *sbuf, void *rbuf, const std::vector<int> &rcounts,
+                    ompi_datatype_t *dtype, ompi_op_t *op) {
+    run_prepared(ctx, prepare_reduce_scatter(ctx, sbuf, rbuf, rcounts, dtype, op));
 }
 
 #if THEMIS_HAVE_CUDA
@@ -119,6 +131,33 @@ int reduce_scatter_through_host(const void *sbuf, void *rbuf, const std::vector<
 }
 #endif
 
+#if THEMIS_HAVE_CUDA
+// With a device buffer: themis's device path, or `previous` on host copies. The nonblocking
+// forms come here too and complete before they return (set_up false).
+int reduce_scatter_on_device(const void *sbuf, void *rbuf, const std::vector<int> &counts,
+                             ompi_datatype_t *dtype, ompi_op_t *op, ompi_communicator_t *comm,
+                             mca_coll_base_module_t *module, int collective, const char *name,
+                             const char *unsupported, bool set_up,
+                             const std::function<int(mca_coll_themis_module_t *, const void *,
+                                                     void *)> &previous) {
+    return run_device_or_delegate(
+        module, comm, collective, name, unsupported,
+        [&](Context &ctx) { reduce_scatter_device(ctx, sbuf, rbuf, counts, dtype, op); },
+        [&](mca_coll_themis_module_t *m) {
+            return previous_through_host(name, [&] {
+                return reduce_scatter_through_host(
+                    sbuf, rbuf, counts, dtype, comm,
+                    [&](const void *s, void *r) { return previous(m, s, r); });
+            });
+        },
+        set_up);
+}
+#endif
+
+size_t total_of(const std::vector<int> &counts) {
+    return std::accumulate(counts.begin(), counts.end(), size_t(0));
+}
+
 const char *unsupported_for(ompi_datatype_t *dtype, ompi_op_t *op, size_t elements) {
     size_t type_size = 0;
     ompi_datatype_type_size(dtype, &type_size);
@@ -134,26 +173,19 @@ extern "C" int mca_coll_themis_reduce_scatter(const void *sbuf, void *rbuf, cons
                                               struct ompi_communicator_t *comm,
                                               mca_coll_base_module_t *module) {
     const std::vector<int> counts(rcounts, rcounts + ompi_comm_size(comm));
-    const size_t total = std::accumulate(counts.begin(), counts.end(), size_t(0));
+    const char *unsupported = unsupported_for(dtype, op, total_of(counts));
 #if THEMIS_HAVE_CUDA
     if (cuda::on_device(sbuf) || cuda::on_device(rbuf))
-        return run_device_or_delegate(
-            module, comm, THEMIS_COLL_REDUCE_SCATTER, "MPI_Reduce_scatter",
-            unsupported_for(dtype, op, total),
-            [&](Context &ctx) { reduce_scatter_device(ctx, sbuf, rbuf, counts, dtype, op); },
-            [&](mca_coll_themis_module_t *m) {
-                return previous_through_host("MPI_Reduce_scatter", [&] {
-                    return reduce_scatter_through_host(
-                        sbuf, rbuf, counts, dtype, comm, [&](const void *s, void *r) {
-                            return m->previous_reduce_scatter(s, r, rcounts, dtype, op, comm,
-                                                              m->previous_reduce_scatter_module);
-                        });
-                });
+        return reduce_scatter_on_device(
+            sbuf, rbuf, counts, dtype, op, comm, module, THEMIS_COLL_REDUCE_SCATTER,
+            "MPI_Reduce_scatter", unsupported, true,
+            [&](mca_coll_themis_module_t *m, const void *s, void *r) {
+                return m->previous_reduce_scatter(s, r, rcounts, dtype, op, comm,
+                                                  m->previous_reduce_scatter_module);
             });
 #endif
     return run_or_delegate(
-        module, comm, THEMIS_COLL_REDUCE_SCATTER, "MPI_Reduce_scatter",
-        unsupported_for(dtype, op, total),
+        module, comm, THEMIS_COLL_REDUCE_SCATTER, "MPI_Reduce_scatter", unsupported,
         [&](Context &ctx) { reduce_scatter(ctx, sbuf, rbuf, counts, dtype, op); },
         [&](mca_coll_themis_module_t *m) {
             return m->previous_reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm,
@@ -167,28 +199,81 @@ extern "C" int mca_coll_themis_reduce_scatter_block(const void *sbuf, void *rbuf
                                                     struct ompi_communicator_t *comm,
                                                     mca_coll_base_module_t *module) {
     const std::vector<int> counts(ompi_comm_size(comm), rcount);
+    const char *unsupported = unsupported_for(dtype, op, total_of(counts));
 #if THEMIS_HAVE_CUDA
     if (cuda::on_device(sbuf) || cuda::on_device(rbuf))
-        return run_device_or_delegate(
-            module, comm, THEMIS_COLL_REDUCE_SCATTER_BLOCK, "MPI_Reduce_scatter_block",
-            unsupported_for(dtype, op, counts.size() * static_cast<size_t>(rcount)),
-            [&](Context &ctx) { reduce_scatter_device(ctx, sbuf, rbuf, counts, dtype, op); },
-            [&](mca_coll_themis_module_t *m) {
-                return previous_through_host("MPI_Reduce_scatter_block", [&] {
-                    return reduce_scatter_through_host(
-                        sbuf, rbuf, counts, dtype, comm, [&](const void *s, void *r) {
-                            return m->previous_reduce_scatter_block(
-                                s, r, rcount, dtype, op, comm, m->previous_reduce_scatter_block_module);
-                        });
-                });
+        return reduce_scatter_on_device(
+            sbuf, rbuf, counts, dtype, op, comm, module, THEMIS_COLL_REDUCE_SCATTER_BLOCK,
+            "MPI_Reduce_scatter_block", unsupported, true,
+            [&](mca_coll_themis_module_t *m, const void *s, void *r) {
+                return m->previous_reduce_scatter_block(s, r, rcount, dtype, op, comm,
+                                                        m->previous_reduce_scatter_block_module);
             });
 #endif
     return run_or_delegate(
-        module, comm, THEMIS_COLL_REDUCE_SCATTER_BLOCK, "MPI_Reduce_scatter_block",
-        unsupported_for(dtype, op, counts.size() * static_cast<size_t>(rcount)),
+        module, comm, THEMIS_COLL_REDUCE_SCATTER_BLOCK, "MPI_Reduce_scatter_block", unsupported,
         [&](Context &ctx) { reduce_scatter(ctx, sbuf, rbuf, counts, dtype, op); },
         [&](mca_coll_themis_module_t *m) {
             return m->previous_reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm,
                                                     m->previous_reduce_scatter_block_module);
+        });
+}
+
+extern "C" int mca_coll_themis_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
+                                               struct ompi_datatype_t *dtype,
+                                               struct ompi_op_t *op,
+                                               struct ompi_communicator_t *comm,
+                                               ompi_request_t **request,
+                                               mca_coll_base_module_t *module) {
+    const std::vector<int> counts(rcounts, rcounts + ompi_comm_size(comm));
+    const char *unsupported = unsupported_for(dtype, op, total_of(counts));
+#if THEMIS_HAVE_CUDA
+    if (cuda::on_device(sbuf) || cuda::on_device(rbuf))
+        return completed_request(
+            reduce_scatter_on_device(
+                sbuf, rbuf, counts, dtype, op, comm, module, THEMIS_COLL_IREDUCE_SCATTER,
+                "MPI_Ireduce_scatter", unsupported, false,
+                [&](mca_coll_themis_module_t *m, const void *s, void *r) {
+                    return m->previous_reduce_scatter(s, r, rcounts, dtype, op, comm,
+                                                      m->previous_reduce_scatter_module);
+                }),
+            request);
+#endif
+    return start_or_delegate(
+        module, comm, THEMIS_COLL_IREDUCE_SCATTER, "MPI_Ireduce_scatter", unsupported, request,
+        [&](Context &ctx) { return prepare_reduce_scatter(ctx, sbuf, rbuf, counts, dtype, op); },
+        [&](mca_coll_themis_module_t *m) {
+            return m->previous_ireduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, request,
+                                               m->previous_ireduce_scatter_module);
+        });
+}
+
+extern "C" int mca_coll_themis_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
+                                                     struct ompi_datatype_t *dtype,
+                                                     struct ompi_op_t *op,
+                                                     struct ompi_communicator_t *comm,
+                                                     ompi_request_t **request,
+                                                     mca_coll_base_module_t *module) {
+    const std::vector<int> counts(ompi_comm_size(comm), rcount);
+    const char *unsupported = unsupported_for(dtype, op, total_of(counts));
+#if THEMIS_HAVE_CUDA
+    if (cuda::on_device(sbuf) || cuda::on_device(rbuf))
+        return completed_request(
+            reduce_scatter_on_device(
+                sbuf, rbuf, counts, dtype, op, comm, module, THEMIS_COLL_IREDUCE_SCATTER_BLOCK,
+                "MPI_Ireduce_scatter_block", unsupported, false,
+                [&](mca_coll_themis_module_t *m, const void *s, void *r) {
+                    return m->previous_reduce_scatter_block(
+                        s, r, rcount, dtype, op, comm, m->previous_reduce_scatter_block_module);
+                }),
+            request);
+#endif
+    return start_or_delegate(
+        module, comm, THEMIS_COLL_IREDUCE_SCATTER_BLOCK, "MPI_Ireduce_scatter_block", unsupported,
+        request,
+        [&](Context &ctx) { return prepare_reduce_scatter(ctx, sbuf, rbuf, counts, dtype, op); },
+        [&](mca_coll_themis_module_t *m) {
+            return m->previous_ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request,
+                                                     m->previous_ireduce_scatter_block_module);
         });
 }

@@ -1,0 +1,126 @@
+// coll_themis_request.cpp: requests completed from Open MPI's progress loop.
+#include "coll_themis_request.h"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <vector>
+
+#include "coll_themis_context.h"
+#include "opal/runtime/opal_progress.h"
+
+namespace themis {
+
+namespace {
+
+struct Outstanding {
+    ompi_request_t *request;
+    std::unique_ptr<PendingCall> call;
+    bool freed; // MPI_Request_free came first: release the request when done
+};
+
+// Every call in flight in this process, in start order (Open MPI's progress loop is
+// single-threaded here: themis does not run under MPI_THREAD_MULTIPLE progress threads).
+std::vector<Outstanding> &outstanding() {
+    static std::vector<Outstanding> calls;
+    return calls;
+}
+
+void release(ompi_request_t *request) {
+    OMPI_REQUEST_FINI(request);
+    OBJ_RELEASE(request);
+}
+
+// req_free: a request may be freed before it completes (MPI_Request_free); the call still
+// runs to its end, and the request goes with it.
+int free_request(ompi_request_t **request) {
+    if (!REQUEST_COMPLETE(*request)) {
+        for (Outstanding &o : outstanding())
+            if (o.request == *request) o.freed = true;
+    } else {
+        release(*request);
+    }
+    *request = MPI_REQUEST_NULL;
+    return OMPI_SUCCESS;
+}
+
+void complete(Outstanding &o, int rc) {
+    if (o.freed) {
+        release(o.request);
+        return;
+    }
+    o.request->req_status.MPI_ERROR = rc;
+    ompi_request_complete(o.request, true);
+}
+
+// The progress callback. Stages test their messages without re-entering the progress
+// loop, but a nested call (a finish that polls it) must not walk the list twice.
+int progress_calls() {
+    static bool inside = false;
+    if (inside || outstanding().empty()) return 0;
+    inside = true;
+    int completed = 0;
+    auto &calls = outstanding();
+    for (size_t i = 0; i < calls.size();) {
+        int rc = OMPI_SUCCESS;
+        bool done = false;
+        try {
+            done = calls[i].call->progress();
+        } catch (const std::exception &e) {
+            rc = report_failure("a nonblocking collective", e);
+            done = true;
+        }
+        if (!done) {
+            ++i;
+            continue;
+        }
+        Outstanding o = std::move(calls[i]);
+        calls.erase(calls.begin() + static_cast<long>(i));
+        o.call.reset(); // its temporaries and references go before the request completes
+        complete(o, rc);
+        ++completed;
+    }
+    inside = false;
+    return completed;
+}
+
+ompi_request_t *new_request() {
+    ompi_request_t *request = OBJ_NEW(ompi_request_t);
+    if (request == nullptr) throw std::bad_alloc();
+    OMPI_REQUEST_INIT(request, false);
+    request->req_state = OMPI_REQUEST_ACTIVE;
+    request->req_type = OMPI_REQUEST_COLL;
+    request->req_free = free_request;
+    std::memset(&request->req_status, 0, sizeof request->req_status);
+    return request;
+}
+
+bool registered = false; // the progress callback, from the first call to component close
+
+} // namespace
+
+int start_request(std::unique_ptr<PendingCall> call, ompi_request_t **request) {
+    // Registered once: an idle callback costs one test.
+    if (!registered) {
+        opal_progress_register(progress_calls);
+        registered = true;
+    }
+    *request = new_request();
+    outstanding().push_back({*request, std::move(call), false});
+    return OMPI_SUCCESS;
+}
+
+int completed_request(int rc, ompi_request_t **request) {
+    if (rc != OMPI_SUCCESS) return rc;
+    *request = new_request();
+    ompi_request_complete(*request, false);
+    return OMPI_SUCCESS;
+}
+
+} // namespace themis
+
+extern "C" void mca_coll_themis_request_finalize(void) {
+    // The component's code goes away after close: no callback may point into it.
+    if (themis::registered) opal_progress_unregister(themis::progress_calls);
+    themis::registered = false;
+}

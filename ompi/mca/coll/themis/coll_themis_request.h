@@ -1,0 +1,32 @@
+// coll_themis_request.h: MPI requests of the nonblocking collectives themis runs.
+//
+// A nonblocking call returns at once with an ompi_request_t; the work behind it (a
+// PendingCall) advances from a callback registered with opal_progress, so MPI_Test,
+// MPI_Wait and every other call that polls Open MPI's progress loop complete it; no
+// helper thread. Completion runs in that callback: the call's results are in the user's
+// buffers before the request is marked complete.
+#pragma once
+
+#include "coll_themis_prelude.h"
+
+#include "ompi/request/request.h"
+
+#include <memory>
+
+namespace themis {
+
+class PendingCall {
+  public:
+    virtual ~PendingCall() = default;
+    // Advances the call; true once its results are in the user's buffers. May throw:
+    // the request then completes with an error.
+    virtual bool progress() = 0;
+};
+
+// Hands `call` to the progress loop and returns its request in *request.
+int start_request(std::unique_ptr<PendingCall> call, ompi_request_t **request);
+
+// A request already complete with `rc` (a call that finished before returning).
+int completed_request(int rc, ompi_request_t **request);
+
+} // namespace themis
