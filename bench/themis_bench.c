@@ -529,20 +529,27 @@ static void to_device(void *dev, const void *host, size_t bytes) { (void) dev, (
 static void from_device(void *host, const void *dev, size_t bytes) { (void) host, (void) dev, (void) bytes; }
 #endif
 
-static int run_call(const struct call *c, MPI_Comm comm)
+/* Starts the call's nonblocking form when `req` is given, else runs the blocking one:
+ * one place knows each collective's arguments, so both modes call exactly alike. */
+static int run_call(const struct call *c, MPI_Comm comm, MPI_Request *req)
 {
     const MPI_Datatype dt = mpi_type(c->type);
     const void *sbuf = c->dev_sbuf ? c->dev_sbuf : c->sbuf;
     void *rbuf = c->dev_rbuf ? c->dev_rbuf : c->rbuf;
+    const int n = (int) c->count;
     switch (c->coll) {
     case C_ALLREDUCE:
-        return MPI_Allreduce(sbuf, rbuf, (int) c->count, dt, MPI_SUM, comm);
+        return req ? MPI_Iallreduce(sbuf, rbuf, n, dt, MPI_SUM, comm, req)
+                   : MPI_Allreduce(sbuf, rbuf, n, dt, MPI_SUM, comm);
     case C_REDUCE_SCATTER:
-        return MPI_Reduce_scatter(sbuf, rbuf, c->rcounts, dt, MPI_SUM, comm);
+        return req ? MPI_Ireduce_scatter(sbuf, rbuf, c->rcounts, dt, MPI_SUM, comm, req)
+                   : MPI_Reduce_scatter(sbuf, rbuf, c->rcounts, dt, MPI_SUM, comm);
     case C_REDUCE_SCATTER_BLOCK:
-        return MPI_Reduce_scatter_block(sbuf, rbuf, (int) c->count, dt, MPI_SUM, comm);
+        return req ? MPI_Ireduce_scatter_block(sbuf, rbuf, n, dt, MPI_SUM, comm, req)
+                   : MPI_Reduce_scatter_block(sbuf, rbuf, n, dt, MPI_SUM, comm);
     case C_ALLGATHER:
-        return MPI_Allgather(sbuf, (int) c->count, dt, rbuf, (int) c->count, dt, comm);
+        return req ? MPI_Iallgather(sbuf, n, dt, rbuf, n, dt, comm, req)
+                   : MPI_Allgather(sbuf, n, dt, rbuf, n, dt, comm);
     default: return MPI_ERR_ARG;
     }
 }
@@ -869,53 +876,158 @@ static double median(const double *v, int n)
     return n % 2 ? tmp[n / 2] : 0.5 * (tmp[n / 2 - 1] + tmp[n / 2]);
 }
 
+/* Buffers for n calls, each large enough for every collective at the largest size. */
+static struct call *alloc_calls(const struct options *o, int n)
+{
+    const size_t esize = type_size(o->type);
+    const size_t bytes = (o->max_bytes / esize + (size_t) world_size + 1) * esize;
+    struct call *calls = calloc((size_t) n, sizeof *calls);
+    if (!calls) fail("out of memory");
+    for (int b = 0; b < n; ++b) {
+        struct call *c = &calls[b];
+        c->sbuf = malloc(bytes);
+        c->rbuf = malloc(bytes);
+        if (!c->sbuf || !c->rbuf) fail("out of memory");
+        memset(c->sbuf, 0, bytes); /* touch every page before timing */
+        memset(c->rbuf, 0, bytes);
+        if (o->device) {
+            c->dev_sbuf = device_alloc(bytes);
+            c->dev_rbuf = device_alloc(bytes);
+        }
+    }
+    return calls;
+}
+
+static void free_calls(struct call *calls, int n)
+{
+    for (int b = 0; b < n; ++b) {
+        if (calls[b].dev_sbuf) {
+            device_free(calls[b].dev_sbuf);
+            device_free(calls[b].dev_rbuf);
+        }
+        free(calls[b].sbuf);
+        free(calls[b].rbuf);
+    }
+    free(calls);
+}
+
+/* Sets every call up for collective c at size S = `bytes`; returns the size one call
+ * really moves (RS/AG round S down to whole elements per rank, at least one). */
+static size_t setup_calls(const struct options *o, enum coll c, size_t bytes, struct call *calls,
+                          int n_calls, int *rcounts)
+{
+    const int n = world_size;
+    const size_t esize = type_size(o->type);
+    const size_t elements = c == C_ALLREDUCE ? bytes / esize : bytes / esize / (size_t) n;
+    const size_t count = elements ? elements : 1;
+    if (count > (size_t) INT32_MAX) die("%zu bytes: count exceeds an int", bytes);
+    for (int r = 0; r < n; ++r) rcounts[r] = (int) count;
+    for (int b = 0; b < n_calls; ++b) {
+        calls[b].coll = c;
+        calls[b].type = o->type;
+        calls[b].count = count;
+        calls[b].rcounts = rcounts;
+    }
+    return (c == C_ALLREDUCE ? count : count * (size_t) n) * esize;
+}
+
+/* What one sample runs: the calls (one when blocking) on an implementation's communicator. */
+struct sampler {
+    const struct options *o;
+    MPI_Comm ctl;
+    struct call *calls;
+    int n_calls;
+    MPI_Request *reqs; /* NULL: blocking calls */
+};
+
+/* This rank's time of one sample on implementation k. */
+static double one_sample(const struct sampler *s, int k)
+{
+    const MPI_Comm comm = s->o->impls[k].comm;
+    const double t0 = MPI_Wtime();
+    for (int b = 0; b < s->n_calls; ++b)
+        if (run_call(&s->calls[b], comm, s->reqs ? &s->reqs[b] : NULL) != MPI_SUCCESS)
+            fail("%s failed in %s", coll_names[s->calls[b].coll], s->o->impls[k].def->name);
+    return MPI_Wtime() - t0;
+}
+
+/* Warm-up and timed samples, the implementations interleaved in an order that rotates
+ * every iteration (so machine noise hits them alike); times[k * iters + it] is this
+ * rank's time, errors[k] gains the wrong result elements with -c. */
+static void run_samples(const struct sampler *s, double *times, long *errors)
+{
+    const struct options *o = s->o;
+    const int ni = o->n_impls;
+    for (int b = 0; !o->validate && b < s->n_calls; ++b) prepare(&s->calls[b], 0);
+    for (int it = -o->warmup; it < o->iters; ++it) {
+        const int rot = (it + o->warmup) % ni;
+        for (int j = 0; j < ni; ++j) {
+            const int k = (j + rot) % ni;
+            /* Inputs differ per sample and per call, so a stale or swapped result shows. */
+            const int seed = ((it + o->warmup) * ni + k) * s->n_calls;
+            for (int b = 0; o->validate && b < s->n_calls; ++b) prepare(&s->calls[b], seed + b);
+            MPI_Barrier(s->ctl);
+            const double t = one_sample(s, k);
+            if (it >= 0) times[k * o->iters + it] = t;
+            for (int b = 0; o->validate && b < s->n_calls; ++b)
+                errors[k] += (long) check(&s->calls[b], seed + b);
+        }
+    }
+}
+
+/* avg, median, min and max of one implementation's samples, and the one --stat picks. */
+static void set_stats(struct result *r, const double *v, int n, int stat)
+{
+    double sum = 0;
+    r->min = 1e30;
+    r->max = 0;
+    for (int it = 0; it < n; ++it) {
+        sum += v[it];
+        if (v[it] < r->min) r->min = v[it];
+        if (v[it] > r->max) r->max = v[it];
+    }
+    r->avg = sum / n;
+    r->med = median(v, n);
+    r->t = stat == 0 ? r->avg : stat == 1 ? r->med : r->min;
+}
+
+/* Speedups against tuned and the best of tuned and han, then one row per implementation. */
+static void report(const struct options *o, struct result *res)
+{
+    const int tuned = impl_index(o, "tuned"), han = impl_index(o, "han");
+    double best = 0;
+    if (tuned >= 0) best = res[tuned].t;
+    if (han >= 0 && (best == 0 || res[han].t < best)) best = res[han].t;
+    for (int k = 0; k < o->n_impls; ++k) {
+        res[k].vs_tuned = tuned >= 0 ? res[tuned].t / res[k].t : 0;
+        res[k].vs_best = best > 0 ? best / res[k].t : 0;
+        if (world_rank == 0) {
+            print_row(o, &res[k], o->impls[k].def->name);
+            write_row(o, &res[k], o->impls[k].def->name);
+        }
+    }
+    if (world_rank == 0) fflush(stdout);
+}
+
 /* Returns the number of wrong result elements over all ranks and implementations. */
 static long bench_collective(const struct options *o, enum coll c, MPI_Comm ctl,
-                             const struct call *buffers, double *times, double *maxtimes)
+                             struct call *calls, int n_calls)
 {
-    const int n = world_size, ni = o->n_impls;
-    const size_t esize = type_size(o->type);
-    int *rcounts = malloc(sizeof(int) * (size_t) n);
-    if (!rcounts) fail("out of memory");
-    const int tuned = impl_index(o, "tuned"), han = impl_index(o, "han");
+    const int ni = o->n_impls, iters = o->iters;
+    int *rcounts = malloc(sizeof(int) * (size_t) world_size);
+    double *times = malloc(sizeof(double) * 2 * (size_t) (ni * iters));
+    if (!rcounts || !times) fail("out of memory");
+    double *maxtimes = times + ni * iters;
     long total_errors = 0;
     if (world_rank == 0) print_header(o, c);
 
     for (size_t bytes = o->min_bytes; bytes <= o->max_bytes; bytes *= 2) {
-        struct call call = *buffers;
-        call.coll = c;
-        call.type = o->type;
-        call.rcounts = rcounts;
-        /* S is the total size; RS/AG use S/n per rank (at least one element). */
-        size_t elements = bytes / esize;
-        if (c == C_ALLREDUCE) {
-            call.count = elements ? elements : 1;
-        } else {
-            call.count = elements / (size_t) n ? elements / (size_t) n : 1;
-        }
-        if (call.count > (size_t) INT32_MAX) die("%zu bytes: count exceeds an int", bytes);
-        for (int r = 0; r < n; ++r) rcounts[r] = (int) call.count;
-        const size_t real_bytes = (c == C_ALLREDUCE ? call.count : call.count * (size_t) n) * esize;
-
-        long errors[MAX_IMPLS] = {0};
-        if (!o->validate) prepare(&call, 0);
-        for (int it = -o->warmup; it < o->iters; ++it) {
-            const int rot = (it + o->warmup) % ni;
-            for (int j = 0; j < ni; ++j) {
-                const int k = (j + rot) % ni;
-                const int seed = (it + o->warmup) * ni + k;
-                if (o->validate) prepare(&call, seed);
-                MPI_Barrier(ctl);
-                const double t0 = MPI_Wtime();
-                const int rc = run_call(&call, o->impls[k].comm);
-                const double t = MPI_Wtime() - t0;
-                if (rc != MPI_SUCCESS) fail("%s failed in %s", coll_names[c], o->impls[k].def->name);
-                if (it >= 0) times[k * o->iters + it] = t;
-                if (o->validate) errors[k] += (long) check(&call, seed);
-            }
-        }
-        MPI_Allreduce(times, maxtimes, ni * o->iters, MPI_DOUBLE, MPI_MAX, ctl);
-        long all_errors[MAX_IMPLS];
+        const size_t real_bytes = setup_calls(o, c, bytes, calls, n_calls, rcounts);
+        const struct sampler s = {o, ctl, calls, n_calls, NULL};
+        long errors[MAX_IMPLS] = {0}, all_errors[MAX_IMPLS];
+        run_samples(&s, times, errors);
+        /* One sample = the slowest rank's time of it. */
+        MPI_Allreduce(times, maxtimes, ni * iters, MPI_DOUBLE, MPI_MAX, ctl);
         MPI_Allreduce(errors, all_errors, ni, MPI_LONG, MPI_SUM, ctl);
 
         struct result res[MAX_IMPLS];
@@ -923,40 +1035,19 @@ static long bench_collective(const struct options *o, enum coll c, MPI_Comm ctl,
             struct result *r = &res[k];
             r->coll = c;
             r->bytes = real_bytes;
-            r->count = call.count;
-            r->min = 1e30;
-            r->max = 0;
-            double sum = 0;
-            for (int it = 0; it < o->iters; ++it) {
-                const double t = maxtimes[k * o->iters + it];
-                sum += t;
-                if (t < r->min) r->min = t;
-                if (t > r->max) r->max = t;
-            }
-            r->avg = sum / o->iters;
-            r->med = median(&maxtimes[k * o->iters], o->iters);
-            r->t = o->stat == 0 ? r->avg : o->stat == 1 ? r->med : r->min;
+            r->count = calls[0].count;
+            set_stats(r, &maxtimes[k * iters], iters, o->stat);
             r->algbw = (double) real_bytes / r->t;
-            r->busbw = r->algbw * bus_factor(c, n);
+            r->busbw = r->algbw * bus_factor(c, world_size);
             r->ideal = ideal_time(o, c, real_bytes);
             r->errors = o->validate ? all_errors[k] : -1;
             if (o->validate) total_errors += all_errors[k];
         }
-        double best = 0;
-        if (tuned >= 0) best = res[tuned].t;
-        if (han >= 0 && (best == 0 || res[han].t < best)) best = res[han].t;
-        for (int k = 0; k < ni; ++k) {
-            res[k].vs_tuned = tuned >= 0 ? res[tuned].t / res[k].t : 0;
-            res[k].vs_best = best > 0 ? best / res[k].t : 0;
-            if (world_rank == 0) {
-                print_row(o, &res[k], o->impls[k].def->name);
-                write_row(o, &res[k], o->impls[k].def->name);
-            }
-        }
-        if (world_rank == 0) fflush(stdout);
+        report(o, res);
         if (bytes > o->max_bytes / 2) break; /* no overflow on doubling */
     }
     free(rcounts);
+    free(times);
     return total_errors;
 }
 
@@ -1028,37 +1119,19 @@ int main(int argc, char **argv)
     }
     open_outputs(&o, measured);
 
-    /* Buffers large enough for every collective at the largest size. */
-    const size_t esize = type_size(o.type);
-    const size_t max_elems = o.max_bytes / esize + (size_t) world_size + 1;
-    struct call buffers = {.sbuf = malloc(max_elems * esize), .rbuf = malloc(max_elems * esize)};
-    double *times = malloc(sizeof(double) * (size_t) o.n_impls * (size_t) o.iters);
-    double *maxtimes = malloc(sizeof(double) * (size_t) o.n_impls * (size_t) o.iters);
-    if (!buffers.sbuf || !buffers.rbuf || !times || !maxtimes) fail("out of memory");
-    memset(buffers.sbuf, 0, max_elems * esize); /* touch every page before timing */
-    memset(buffers.rbuf, 0, max_elems * esize);
-    if (o.device) {
-        buffers.dev_sbuf = device_alloc(max_elems * esize);
-        buffers.dev_rbuf = device_alloc(max_elems * esize);
-    }
+    const int n_calls = 1;
+    struct call *calls = alloc_calls(&o, n_calls);
 
     long total_errors = 0;
     for (int k = 0; k < o.n_colls; ++k) {
-        total_errors += bench_collective(&o, (enum coll) o.colls[k], ctl, &buffers, times, maxtimes);
+        total_errors += bench_collective(&o, (enum coll) o.colls[k], ctl, calls, n_calls);
     }
     if (o.validate && world_rank == 0)
         printf("\n# validation: %s (%ld wrong elements)\n", total_errors ? "FAILED" : "passed",
                total_errors);
     close_outputs();
 
-    if (o.device) {
-        device_free(buffers.dev_sbuf);
-        device_free(buffers.dev_rbuf);
-    }
-    free(buffers.sbuf);
-    free(buffers.rbuf);
-    free(times);
-    free(maxtimes);
+    free_calls(calls, n_calls);
     for (int k = 0; k < o.n_impls; ++k) MPI_Comm_free(&o.impls[k].comm);
     MPI_Comm_free(&ctl);
     MPI_Finalize();
