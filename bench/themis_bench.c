@@ -97,8 +97,16 @@ struct options {
     const char *csv, *json, *label;
     int stat; /* 0 avg, 1 median, 2 min: what bandwidths and speedups use */
     int device; /* --mem device: the collectives' buffers in CUDA device memory */
+    int nb;     /* --nonblocking: a nb_mode */
+    int buckets;          /* requests outstanding at once (1 when blocking) */
+    double compute_factor; /* compute loop = this x t_pure; 0 = none */
+    double test_every_us;  /* MPI_Testall period in the compute loop; 0 = never */
 };
 static const char *stat_names[] = {"avg", "median", "min"};
+
+enum nb_mode { NB_BLOCKING, NB_OVERLAP, NB_BUCKETS, NB_COUNT };
+static const char *mode_names[NB_COUNT] = {"blocking", "overlap", "buckets"};
+#define MAX_BUCKETS 256
 
 static int world_rank, world_size;
 
@@ -158,6 +166,21 @@ static void usage(void)
         "      --csv FILE, --json FILE   write the results (rank 0)\n"
         "      --label TEXT              free-form tag written into every CSV/JSON row\n"
         "      --stat avg|median|min     time the bandwidths, utilisation and speedups use (avg)\n"
+        "      --nonblocking MODE        time the nonblocking forms (MPI_Iallreduce ...) instead:\n"
+        "                                overlap: OSU-style, one request per sample: t_pure =\n"
+        "                                  start + MPI_Waitall at once; then a busy loop of\n"
+        "                                  F x t_pure between start and wait gives t_total;\n"
+        "                                  overlap%% = 100 (1 - (t_total - t_compute) / t_pure)\n"
+        "                                buckets: DDP-style, B requests of S bytes each started\n"
+        "                                  back to back, then MPI_Waitall; sizes, bandwidths,\n"
+        "                                  util%% and speedups are for the B x S bytes\n"
+        "                                every communicator first gets one blocking call of the\n"
+        "                                same collective and size (themis sets up only there)\n"
+        "      --buckets B               requests outstanding at once (overlap 1, buckets 8)\n"
+        "      --compute-factor F        compute loop length in t_pure (overlap 1, buckets 0 =\n"
+        "                                no compute phase)\n"
+        "      --test-every US           MPI_Testall on the requests every US microseconds of\n"
+        "                                compute, so progress runs (100; 0 = never)\n"
         "  -h, --help\n");
 }
 
@@ -293,6 +316,24 @@ static void parse_dims(struct options *o, const char *spec)
     }
 }
 
+/* overlap: one request, computing as long as it takes (OSU's default); buckets: a DDP
+ * step's gradient buckets, communication alone unless asked. */
+static void set_nonblocking_defaults(struct options *o)
+{
+    if (o->nb == NB_BLOCKING) {
+        if (o->buckets || o->compute_factor >= 0)
+            die("--buckets and --compute-factor need --nonblocking");
+        o->buckets = 1;
+        o->compute_factor = 0;
+        return;
+    }
+    if (o->device)
+        die("--nonblocking: not with --mem device (themis completes device-buffer requests "
+            "at once, so there is nothing to overlap)");
+    if (o->buckets == 0) o->buckets = o->nb == NB_OVERLAP ? 1 : 8;
+    if (o->compute_factor < 0) o->compute_factor = o->nb == NB_OVERLAP ? 1 : 0;
+}
+
 static void parse_options(int argc, char **argv, struct options *o)
 {
     memset(o, 0, sizeof *o);
@@ -301,6 +342,8 @@ static void parse_options(int argc, char **argv, struct options *o)
     o->iters = 20;
     o->warmup = 5;
     o->type = T_FLOAT;
+    o->compute_factor = -1; /* the mode's default */
+    o->test_every_us = 100;
     const char *colls = "allreduce", *impls = "themis,themis_baseline,tuned";
     const char *bw = NULL, *peers = NULL;
     for (int i = 1; i < argc; ++i) {
@@ -359,6 +402,20 @@ static void parse_options(int argc, char **argv, struct options *o)
             if (o->stat == 3) die("--stat: '%s' is not avg, median or min", v);
         } else if (!strcmp(a, "--label")) {
             o->label = NEXT();
+        } else if (!strcmp(a, "--nonblocking")) {
+            const char *v = NEXT();
+            for (o->nb = NB_OVERLAP; o->nb < NB_COUNT && strcmp(v, mode_names[o->nb]); ++o->nb) {}
+            if (o->nb == NB_COUNT) die("--nonblocking: '%s' is not overlap or buckets", v);
+        } else if (!strcmp(a, "--buckets")) {
+            o->buckets = atoi(NEXT());
+            if (o->buckets < 1 || o->buckets > MAX_BUCKETS)
+                die("--buckets: 1 to %d", MAX_BUCKETS);
+        } else if (!strcmp(a, "--compute-factor")) {
+            o->compute_factor = strtod(NEXT(), NULL);
+            if (!(o->compute_factor >= 0)) die("--compute-factor must be >= 0");
+        } else if (!strcmp(a, "--test-every")) {
+            o->test_every_us = strtod(NEXT(), NULL);
+            if (!(o->test_every_us >= 0)) die("--test-every must be >= 0");
         } else {
             usage();
             die("unknown option '%s'", a);
@@ -366,6 +423,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 #undef NEXT
     }
     if (o->iters < 1) die("-i must be >= 1");
+    set_nonblocking_defaults(o);
     if (o->warmup < 0) die("-x must be >= 0");
     if (split_list(colls, ',', 16, add_coll, o) < 0 || o->n_colls == 0)
         die("--collective: '%s' is not a list of allreduce, reduce_scatter, "
@@ -716,6 +774,57 @@ static double measure_ring_bw(MPI_Comm comm, size_t bytes)
     return (double) bytes / best;
 }
 
+/* ------------------------------------------------------------------ compute loop */
+
+/* The stand-in for computation: a chain of dependent floating-point steps, so its
+ * length is a count of steps rather than a time (the MPI_Testall calls in between do
+ * not shorten it), and the compiler can neither drop nor vectorise it. */
+static volatile double spin_sink;
+static void spin(long steps)
+{
+    double x = spin_sink;
+    for (long i = 0; i < steps; ++i) x = x * 0.999999 + 1e-6;
+    spin_sink = x;
+}
+
+static double spin_rate; /* steps per second on this rank */
+
+/* The fastest of a few runs: one the OS interrupted would understate the rate. */
+static void calibrate_spin(void)
+{
+    const long steps = 1L << 22;
+    double best = 1e30;
+    for (int k = 0; k < 5; ++k) {
+        const double t0 = MPI_Wtime();
+        spin(steps);
+        const double t = MPI_Wtime() - t0;
+        if (t < best) best = t;
+    }
+    spin_rate = (double) steps / best;
+}
+
+/* Computes for `seconds` in pieces of about test_every_us, with MPI_Testall on the
+ * requests between pieces: Open MPI progresses nonblocking collectives (themis's and
+ * libnbc's alike) only inside MPI calls, as an application polling its requests from
+ * its compute loop would let it.  Returns the time spent in the pieces only: the
+ * tests' time counts as communication, so work done inside MPI_Testall earns no
+ * overlap. */
+static double compute(double seconds, double test_every_us, int n, MPI_Request *reqs)
+{
+    const long total = (long) (seconds * spin_rate);
+    long piece = test_every_us > 0 ? (long) (test_every_us * 1e-6 * spin_rate) : total;
+    if (piece < 1) piece = 1;
+    double spun = 0;
+    for (long done = 0; done < total; done += piece) {
+        const double t0 = MPI_Wtime();
+        spin(total - done < piece ? total - done : piece);
+        spun += MPI_Wtime() - t0;
+        int flag;
+        if (test_every_us > 0) MPI_Testall(n, reqs, &flag, MPI_STATUSES_IGNORE);
+    }
+    return spun;
+}
+
 /* ------------------------------------------------------------------ results */
 
 struct result {
@@ -727,6 +836,8 @@ struct result {
     double ideal;         /* seconds; 0 = unknown */
     double vs_tuned, vs_best; /* 0 = no reference */
     long errors;          /* -1 = not validated */
+    /* The nonblocking compute phase, seconds (overlap in %); -1 = not run. */
+    double compute, total, overlap;
 };
 
 static double bus_factor(enum coll c, int n)
@@ -760,9 +871,18 @@ static void print_header(const struct options *o, enum coll c)
     printf("# time = max over ranks of one call, avg/median/min over iterations; bandwidths GB/s "
            "(1e9 B/s); x_tuned = t_tuned/t (>1 faster)\n");
     printf("# bandwidths, util%% and speedups use the %s time\n", stat_names[o->stat]);
-    printf("%12s  %-16s %11s %11s %11s %9s %9s %7s %8s %8s%s\n", "bytes", "impl", "avg_us",
-           "med_us", "min_us", "algbw", "busbw", "util%", "x_tuned", "x_best",
-           o->validate ? "  errors" : "");
+    if (o->nb != NB_BLOCKING)
+        printf("# nonblocking %s: time = first start to MPI_Waitall's end of %d request%s "
+               "(no compute), bytes = %d x S\n",
+               mode_names[o->nb], o->buckets, o->buckets > 1 ? "s" : "", o->buckets);
+    if (o->compute_factor > 0)
+        printf("# compute_us, total_us: a busy loop of %g x t_pure between the starts and the "
+               "wait (%s time); overlap%% = 100 (1 - (total - compute) / t_pure), >= 0\n",
+               o->compute_factor, stat_names[o->stat]);
+    printf("%12s  %-16s %11s %11s %11s %9s %9s %7s %8s %8s", "bytes", "impl", "avg_us", "med_us",
+           "min_us", "algbw", "busbw", "util%", "x_tuned", "x_best");
+    if (o->compute_factor > 0) printf(" %11s %11s %8s", "compute_us", "total_us", "overlap%");
+    printf("%s\n", o->validate ? "  errors" : "");
 }
 
 static void print_row(const struct options *o, const struct result *r, const char *impl)
@@ -772,9 +892,28 @@ static void print_row(const struct options *o, const struct result *r, const cha
     if (r->vs_tuned > 0) snprintf(vt, sizeof vt, "%.3f", r->vs_tuned);
     if (r->vs_best > 0) snprintf(vb, sizeof vb, "%.3f", r->vs_best);
     if (o->validate) snprintf(errs, sizeof errs, "  %6ld", r->errors);
-    printf("%12zu  %-16s %11.1f %11.1f %11.1f %9.3f %9.3f %7s %8s %8s%s\n", r->bytes, impl,
-           r->avg * 1e6, r->med * 1e6, r->min * 1e6, r->algbw / 1e9, r->busbw / 1e9, util, vt, vb,
-           errs);
+    printf("%12zu  %-16s %11.1f %11.1f %11.1f %9.3f %9.3f %7s %8s %8s", r->bytes, impl,
+           r->avg * 1e6, r->med * 1e6, r->min * 1e6, r->algbw / 1e9, r->busbw / 1e9, util, vt, vb);
+    if (o->compute_factor > 0)
+        printf(" %11.1f %11.1f %8.1f", r->compute * 1e6, r->total * 1e6, r->overlap);
+    printf("%s\n", errs);
+}
+
+/* What the nonblocking rows time, once per run. */
+static void print_nonblocking_notes(const struct options *o)
+{
+    printf("# nonblocking %s: %d request%s at once, each of S bytes", mode_names[o->nb],
+           o->buckets, o->buckets > 1 ? "s" : "");
+    if (o->compute_factor > 0)
+        printf("; compute loop %g x t_pure (busy loop calibrated here: %.3g steps/us), "
+               "MPI_Testall every %g us%s",
+               o->compute_factor, spin_rate * 1e-6, o->test_every_us,
+               o->test_every_us > 0 ? "" : " (never: progress only in MPI_Waitall)");
+    printf("\n# nonblocking: tuned and han rows run libnbc's forms (Open MPI 4.1's tuned and han "
+           "have none)\n");
+    printf("# nonblocking: one blocking call of the same collective and size sets every "
+           "communicator up first (themis sets up only in blocking calls >= "
+           "coll_themis_min_bytes; below that size themis rows are libnbc's)\n");
 }
 
 static FILE *csv_file, *json_file;
@@ -807,16 +946,18 @@ static void open_outputs(const struct options *o, double measured_bw)
         if (!csv_file) die("cannot write %s: %s", o->csv, strerror(errno));
         fprintf(csv_file, "label,collective,impl,ranks,datatype,bytes,count,iters,avg_us,median_us,"
                           "min_us,max_us,stat,algbw_GBps,busbw_GBps,ideal_us,util,speedup_vs_tuned,"
-                          "speedup_vs_best,errors\n");
+                          "speedup_vs_best,errors,mode,buckets,compute_us,total_us,overlap_pct\n");
     }
     if (o->json) {
         json_file = fopen(o->json, "w");
         if (!json_file) die("cannot write %s: %s", o->json, strerror(errno));
         fprintf(json_file, "{\n  \"config\": {\"label\": \"%s\", \"ranks\": %d, \"datatype\": "
                            "\"%s\", \"iterations\": %d, \"warmup\": %d, \"validate\": %s, "
-                           "\"memory\": \"%s\"",
+                           "\"memory\": \"%s\", \"mode\": \"%s\", \"buckets\": %d, \"compute_factor\": %g, "
+                           "\"test_every_us\": %g",
                 json_label, world_size, type_names[o->type], o->iters,
-                o->warmup, o->validate ? "true" : "false", o->device ? "device" : "host");
+                o->warmup, o->validate ? "true" : "false", o->device ? "device" : "host",
+                mode_names[o->nb], o->buckets, o->compute_factor, o->test_every_us);
         fprintf(json_file, ", \"peers\": [");
         for (int d = 0; d < o->n_peers; ++d) fprintf(json_file, "%s%d", d ? ", " : "", o->peers[d]);
         fprintf(json_file, "], \"bw_Bps\": [");
@@ -833,23 +974,28 @@ static void write_row(const struct options *o, const struct result *r, const cha
 {
     if (world_rank != 0) return;
     const double util = r->ideal > 0 ? r->ideal / r->t : 0;
+    /* -1: no compute phase */
+    const double compute_us = r->compute < 0 ? -1 : r->compute * 1e6;
+    const double total_us = r->total < 0 ? -1 : r->total * 1e6;
     if (csv_file)
         fprintf(csv_file, "%s,%s,%s,%d,%s,%zu,%zu,%d,%.3f,%.3f,%.3f,%.3f,%s,%.6f,%.6f,%.3f,%.4f,"
-                          "%.4f,%.4f,%ld\n",
+                          "%.4f,%.4f,%ld,%s,%d,%.3f,%.3f,%.2f\n",
                 csv_label, coll_names[r->coll], impl, world_size, type_names[o->type], r->bytes, r->count, o->iters, r->avg * 1e6, r->med * 1e6,
                 r->min * 1e6, r->max * 1e6, stat_names[o->stat], r->algbw / 1e9, r->busbw / 1e9, r->ideal * 1e6, util, r->vs_tuned,
-                r->vs_best, r->errors);
+                r->vs_best, r->errors, mode_names[o->nb], o->buckets, compute_us, total_us,
+                r->overlap);
     if (json_file)
         fprintf(json_file,
                 "%s\n    {\"label\": \"%s\", \"collective\": \"%s\", \"impl\": \"%s\", \"ranks\": "
                 "%d, \"bytes\": %zu, \"count\": %zu, \"avg_us\": %.3f, \"median_us\": %.3f, "
                 "\"min_us\": %.3f, \"max_us\": %.3f, \"stat\": \"%s\", \"algbw_GBps\": %.6f, \"busbw_GBps\": %.6f, \"ideal_us\": "
                 "%.3f, \"util\": %.4f, \"speedup_vs_tuned\": %.4f, \"speedup_vs_best\": %.4f, "
-                "\"errors\": %ld}",
+                "\"errors\": %ld, \"mode\": \"%s\", \"buckets\": %d, \"compute_us\": %.3f, "
+                "\"total_us\": %.3f, \"overlap_pct\": %.2f}",
                 json_rows++ ? "," : "", json_label, coll_names[r->coll], impl,
                 world_size, r->bytes, r->count, r->avg * 1e6, r->med * 1e6, r->min * 1e6,
                 r->max * 1e6, stat_names[o->stat], r->algbw / 1e9, r->busbw / 1e9, r->ideal * 1e6, util, r->vs_tuned, r->vs_best,
-                r->errors);
+                r->errors, mode_names[o->nb], o->buckets, compute_us, total_us, r->overlap);
 }
 
 static void close_outputs(void)
@@ -937,24 +1083,32 @@ struct sampler {
     MPI_Comm ctl;
     struct call *calls;
     int n_calls;
-    MPI_Request *reqs; /* NULL: blocking calls */
+    MPI_Request *reqs;       /* NULL: blocking calls */
+    const double *compute_s; /* per implementation: the compute loop's length; NULL: none */
 };
 
-/* This rank's time of one sample on implementation k. */
-static double one_sample(const struct sampler *s, int k)
+/* This rank's time of one sample on implementation k (and of its compute loop in *spun). */
+static double one_sample(const struct sampler *s, int k, double *spun)
 {
     const MPI_Comm comm = s->o->impls[k].comm;
+    *spun = 0;
     const double t0 = MPI_Wtime();
     for (int b = 0; b < s->n_calls; ++b)
         if (run_call(&s->calls[b], comm, s->reqs ? &s->reqs[b] : NULL) != MPI_SUCCESS)
             fail("%s failed in %s", coll_names[s->calls[b].coll], s->o->impls[k].def->name);
+    if (s->reqs) {
+        if (s->compute_s) *spun = compute(s->compute_s[k], s->o->test_every_us, s->n_calls, s->reqs);
+        if (MPI_Waitall(s->n_calls, s->reqs, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
+            fail("MPI_Waitall failed in %s", s->o->impls[k].def->name);
+    }
     return MPI_Wtime() - t0;
 }
 
 /* Warm-up and timed samples, the implementations interleaved in an order that rotates
  * every iteration (so machine noise hits them alike); times[k * iters + it] is this
- * rank's time, errors[k] gains the wrong result elements with -c. */
-static void run_samples(const struct sampler *s, double *times, long *errors)
+ * rank's time (spun[..] its compute loop's), errors[k] gains the wrong result elements
+ * with -c. */
+static void run_samples(const struct sampler *s, double *times, double *spun, long *errors)
 {
     const struct options *o = s->o;
     const int ni = o->n_impls;
@@ -967,8 +1121,12 @@ static void run_samples(const struct sampler *s, double *times, long *errors)
             const int seed = ((it + o->warmup) * ni + k) * s->n_calls;
             for (int b = 0; o->validate && b < s->n_calls; ++b) prepare(&s->calls[b], seed + b);
             MPI_Barrier(s->ctl);
-            const double t = one_sample(s, k);
-            if (it >= 0) times[k * o->iters + it] = t;
+            double spin_t;
+            const double t = one_sample(s, k, &spin_t);
+            if (it >= 0) {
+                times[k * o->iters + it] = t;
+                spun[k * o->iters + it] = spin_t;
+            }
             for (int b = 0; o->validate && b < s->n_calls; ++b)
                 errors[k] += (long) check(&s->calls[b], seed + b);
         }
@@ -989,6 +1147,50 @@ static void set_stats(struct result *r, const double *v, int n, int stat)
     r->avg = sum / n;
     r->med = median(v, n);
     r->t = stat == 0 ? r->avg : stat == 1 ? r->med : r->min;
+}
+
+static double stat_of(const double *v, int n, int stat)
+{
+    struct result r;
+    set_stats(&r, v, n, stat);
+    return r.t;
+}
+
+/* themis sets a communicator up only inside a blocking call of at least
+ * coll_themis_min_bytes (set-up is collective and blocking, which a nonblocking call
+ * must not be); until then the communicator's nonblocking calls go to libnbc.  So
+ * every implementation's communicator gets one blocking call of this collective and
+ * size before the nonblocking ones are timed, or the themis rows would time libnbc. */
+static void set_up_blocking(const struct options *o, struct call *call)
+{
+    prepare(call, 0);
+    for (int k = 0; k < o->n_impls; ++k)
+        if (run_call(call, o->impls[k].comm, NULL) != MPI_SUCCESS)
+            fail("%s failed in %s", coll_names[call->coll], o->impls[k].def->name);
+}
+
+/* The compute phase of the nonblocking modes: each implementation computes for
+ * compute_factor x its own t_pure (res[k].t) while its requests are in flight. */
+static void run_compute_phase(const struct sampler *pure, struct result *res, double *times,
+                              long *errors)
+{
+    const struct options *o = pure->o;
+    const int ni = o->n_impls, iters = o->iters;
+    double compute_s[MAX_IMPLS];
+    for (int k = 0; k < ni; ++k) compute_s[k] = o->compute_factor * res[k].t;
+    struct sampler s = *pure;
+    s.compute_s = compute_s;
+    double *spun = times + ni * iters;
+    run_samples(&s, times, spun, errors);
+    /* Times and compute times of the slowest rank, each. */
+    MPI_Allreduce(MPI_IN_PLACE, times, 2 * ni * iters, MPI_DOUBLE, MPI_MAX, s.ctl);
+    for (int k = 0; k < ni; ++k) {
+        struct result *r = &res[k];
+        r->total = stat_of(&times[k * iters], iters, o->stat);
+        r->compute = stat_of(&spun[k * iters], iters, o->stat);
+        const double overlap = 100.0 * (1.0 - (r->total - r->compute) / r->t);
+        r->overlap = overlap > 0 ? overlap : 0;
+    }
 }
 
 /* Speedups against tuned and the best of tuned and han, then one row per implementation. */
@@ -1015,32 +1217,38 @@ static long bench_collective(const struct options *o, enum coll c, MPI_Comm ctl,
 {
     const int ni = o->n_impls, iters = o->iters;
     int *rcounts = malloc(sizeof(int) * (size_t) world_size);
-    double *times = malloc(sizeof(double) * 2 * (size_t) (ni * iters));
-    if (!rcounts || !times) fail("out of memory");
-    double *maxtimes = times + ni * iters;
+    double *times = malloc(sizeof(double) * 2 * (size_t) (ni * iters)); /* times, spun */
+    MPI_Request *reqs = malloc(sizeof(MPI_Request) * (size_t) n_calls);
+    if (!rcounts || !times || !reqs) fail("out of memory");
     long total_errors = 0;
     if (world_rank == 0) print_header(o, c);
 
     for (size_t bytes = o->min_bytes; bytes <= o->max_bytes; bytes *= 2) {
-        const size_t real_bytes = setup_calls(o, c, bytes, calls, n_calls, rcounts);
-        const struct sampler s = {o, ctl, calls, n_calls, NULL};
+        const size_t call_bytes = setup_calls(o, c, bytes, calls, n_calls, rcounts);
+        const struct sampler s = {o, ctl, calls, n_calls, o->nb ? reqs : NULL, NULL};
+        if (o->nb) set_up_blocking(o, &calls[0]);
         long errors[MAX_IMPLS] = {0}, all_errors[MAX_IMPLS];
-        run_samples(&s, times, errors);
+        run_samples(&s, times, times + ni * iters, errors);
         /* One sample = the slowest rank's time of it. */
-        MPI_Allreduce(times, maxtimes, ni * iters, MPI_DOUBLE, MPI_MAX, ctl);
-        MPI_Allreduce(errors, all_errors, ni, MPI_LONG, MPI_SUM, ctl);
+        MPI_Allreduce(MPI_IN_PLACE, times, ni * iters, MPI_DOUBLE, MPI_MAX, ctl);
 
         struct result res[MAX_IMPLS];
+        const size_t all_bytes = call_bytes * (size_t) n_calls; /* B x S, the buckets' total */
         for (int k = 0; k < ni; ++k) {
             struct result *r = &res[k];
             r->coll = c;
-            r->bytes = real_bytes;
+            r->bytes = all_bytes;
             r->count = calls[0].count;
-            set_stats(r, &maxtimes[k * iters], iters, o->stat);
-            r->algbw = (double) real_bytes / r->t;
+            set_stats(r, &times[k * iters], iters, o->stat);
+            r->algbw = (double) all_bytes / r->t;
             r->busbw = r->algbw * bus_factor(c, world_size);
-            r->ideal = ideal_time(o, c, real_bytes);
-            r->errors = o->validate ? all_errors[k] : -1;
+            r->ideal = ideal_time(o, c, all_bytes);
+            r->compute = r->total = r->overlap = -1;
+        }
+        if (o->compute_factor > 0) run_compute_phase(&s, res, times, errors);
+        MPI_Allreduce(errors, all_errors, ni, MPI_LONG, MPI_SUM, ctl);
+        for (int k = 0; k < ni; ++k) {
+            res[k].errors = o->validate ? all_errors[k] : -1;
             if (o->validate) total_errors += all_errors[k];
         }
         report(o, res);
@@ -1048,6 +1256,7 @@ static long bench_collective(const struct options *o, enum coll c, MPI_Comm ctl,
     }
     free(rcounts);
     free(times);
+    free(reqs);
     return total_errors;
 }
 
@@ -1089,6 +1298,7 @@ int main(int argc, char **argv)
         o.n_bw = o.n_peers;
     }
 
+    if (o.compute_factor > 0) calibrate_spin();
     if (world_rank == 0) {
         printf("# themis-bench: %d ranks; implementations:", world_size);
         for (int k = 0; k < o.n_impls; ++k)
@@ -1114,24 +1324,24 @@ int main(int argc, char **argv)
         if (impl_index(&o, "han") >= 0)
             printf("# note: coll/han steps aside when all ranks share one node (then han = tuned)\n");
         if (o.device) printf("# buffers: CUDA device memory\n");
+        if (o.nb) print_nonblocking_notes(&o);
         if (o.type == T_CHAR && o.validate && 3 * world_size > 127)
             printf("# warning: char sums may overflow with %d ranks\n", world_size);
     }
     open_outputs(&o, measured);
 
-    const int n_calls = 1;
-    struct call *calls = alloc_calls(&o, n_calls);
+    struct call *calls = alloc_calls(&o, o.buckets);
 
     long total_errors = 0;
     for (int k = 0; k < o.n_colls; ++k) {
-        total_errors += bench_collective(&o, (enum coll) o.colls[k], ctl, calls, n_calls);
+        total_errors += bench_collective(&o, (enum coll) o.colls[k], ctl, calls, o.buckets);
     }
     if (o.validate && world_rank == 0)
         printf("\n# validation: %s (%ld wrong elements)\n", total_errors ? "FAILED" : "passed",
                total_errors);
     close_outputs();
 
-    free_calls(calls, n_calls);
+    free_calls(calls, o.buckets);
     for (int k = 0; k < o.n_impls; ++k) MPI_Comm_free(&o.impls[k].comm);
     MPI_Comm_free(&ctl);
     MPI_Finalize();
