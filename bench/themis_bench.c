@@ -27,6 +27,12 @@
  * phases * S * (1-1/N) / sum_d B_d, phases 2 for allreduce, 1 otherwise) and the
  * speedup t_tuned/t and t_best(tuned,han)/t (> 1: faster than tuned).
  *
+ * --nonblocking overlap|buckets times the nonblocking forms instead, in the same way: a
+ * sample starts B requests back to back and waits for all of them (overlap: B = 1,
+ * buckets: B = 8, DDP's gradient buckets), S and the bandwidths are for all B; with a
+ * compute factor F (overlap: 1) a second phase runs a calibrated busy loop of F x t_pure
+ * between the starts and the wait, polling the requests, for OSU's overlap metric.
+ *
  * Run with the component on the search path, e.g.
  *   mpirun -np 4 --mca mca_base_component_path \
  *       build/ompi/mca/coll/themis/.libs:/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3 \
@@ -176,7 +182,8 @@ static void usage(void)
         "                                  util%% and speedups are for the B x S bytes\n"
         "                                every communicator first gets one blocking call of the\n"
         "                                same collective and size (themis sets up only there)\n"
-        "      --buckets B               requests outstanding at once (overlap 1, buckets 8)\n"
+        "      --buckets B               requests outstanding at once (overlap 1, buckets 8);\n"
+        "                                each has its own buffers: 2 B x MAX bytes per rank\n"
         "      --compute-factor F        compute loop length in t_pure (overlap 1, buckets 0 =\n"
         "                                no compute phase)\n"
         "      --test-every US           MPI_Testall on the requests every US microseconds of\n"
