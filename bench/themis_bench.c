@@ -783,9 +783,8 @@ static double measure_ring_bw(MPI_Comm comm, size_t bytes)
 
 /* ------------------------------------------------------------------ compute loop */
 
-/* The stand-in for computation: a chain of dependent floating-point steps, so its
- * length is a count of steps rather than a time (the MPI_Testall calls in between do
- * not shorten it), and the compiler can neither drop nor vectorise it. */
+/* The stand-in for computation: a chain of dependent floating-point steps, which the
+ * compiler can neither drop nor vectorise. */
 static volatile double spin_sink;
 static void spin(long steps)
 {
@@ -796,7 +795,8 @@ static void spin(long steps)
 
 static double spin_rate; /* steps per second on this rank */
 
-/* The fastest of a few runs: one the OS interrupted would understate the rate. */
+/* Steps per second, to size the pieces between tests: the fastest of a few runs (one
+ * the OS interrupted would understate the rate). */
 static void calibrate_spin(void)
 {
     const long steps = 1L << 22;
@@ -815,16 +815,18 @@ static void calibrate_spin(void)
  * libnbc's alike) only inside MPI calls, as an application polling its requests from
  * its compute loop would let it.  Returns the time spent in the pieces only: the
  * tests' time counts as communication, so work done inside MPI_Testall earns no
- * overlap. */
+ * overlap.  The pieces run until their measured time reaches `seconds` (overshooting
+ * by at most one piece): on a shared machine the calibrated rate drifts several-fold,
+ * and a fixed step count would make t_compute anything but F x t_pure. */
 static double compute(double seconds, double test_every_us, int n, MPI_Request *reqs)
 {
-    const long total = (long) (seconds * spin_rate);
-    long piece = test_every_us > 0 ? (long) (test_every_us * 1e-6 * spin_rate) : total;
+    const double piece_s = test_every_us > 0 ? test_every_us * 1e-6 : 1e-3;
+    long piece = (long) (piece_s * spin_rate);
     if (piece < 1) piece = 1;
     double spun = 0;
-    for (long done = 0; done < total; done += piece) {
+    while (spun < seconds) {
         const double t0 = MPI_Wtime();
-        spin(total - done < piece ? total - done : piece);
+        spin(piece);
         spun += MPI_Wtime() - t0;
         int flag;
         if (test_every_us > 0) MPI_Testall(n, reqs, &flag, MPI_STATUSES_IGNORE);
