@@ -9,7 +9,9 @@
 # host and the one between hosts, whose peers ob1 has not reached yet when MPI_COMM_WORLD is
 # set up); then runs it again as a user would, with dims=auto and the network's topology
 # file only, and checks that every rank measured both dimensions' rates, agreed, and got
-# them within 15 % of the links' payload rate; and tears the network down (always, via trap).
+# them within 15 % of the links' payload rate; in CUDA builds runs the device-buffer checks
+# against the emulated CUDA driver across the hosts; and tears the network down (always,
+# via trap).
 #
 # Exit: 0 success, 1 failure, 77 skipped (not root, no mpicc/mpirun, kernel lacks
 # netns/veth/bridge/tbf). Environment: NETEM_SMOKE_PREFIX (default tmsmk, <= 6 chars),
@@ -78,5 +80,23 @@ rates=$(grep -o "${dims}bw=[^:]*" "$log" | head -n 1 | sed 's/.*bw=//')
 "$PY" "$here/within.py" "$rates" 100,50 0.15 ||
     fail "dims=auto: measured rates $rates are not within 15 % of the links' payload rate"
 grep -o 'rank 0: calibration took.*' "$log"
-echo "netem smoke: OK: themis ran the allreduce on 8 ranks across 8 namespaces on 4 hosts, messages in parts on both dimensions ($bytes bytes sent on ${PREFIX}0 d0); dims=auto measured $rates; in $(( $(date +%s) - start )) s"
+
+# CUDA builds: device buffers across the same hosts, against the emulated CUDA driver (no
+# GPU needed): the node dimension device-direct by CUDA IPC, the network dimension bounced
+# through pinned host memory, every result checked by the program.
+build=${THEMIS_BUILD_DIR:-$here/../../build}
+fake=$build/test/mpi/.libs/libcuda-fake.so
+cudacheck=$build/test/mpi/themis-cuda-check
+cuda="no CUDA build"
+if [ -f "$fake" ] && [ -x "$cudacheck" ]; then
+    timeout 180 "$PY" "$NETEM" run --prefix "$PREFIX" --timeout 120 --themis -- \
+        -x "OMPI_MCA_coll_themis_cuda_driver=$fake" --mca coll_themis_cuda_driver "$fake" \
+        --mca coll_themis_dims auto --mca coll_themis_topo_file "$topo" --mca coll_themis_verbose 1 \
+        "$cudacheck" --kinds device --expect ipc >"$log" 2>&1 || fail "device buffers (rc $?)"
+    grep -q '^cuda_check: passed: 8 ranks' "$log" || fail "device buffers: cuda_check did not pass on 8 ranks"
+    n=$(grep -c 'device-direct: dimension(s) 0 by CUDA IPC, others through pinned host memory' "$log")
+    [ "$n" = 8 ] || fail "device buffers: $n of 8 ranks ran dimension 0 by IPC and bounced the network"
+    cuda="device buffers checked (IPC inside hosts, pinned bounce between them)"
+fi
+echo "netem smoke: OK: themis ran the allreduce on 8 ranks across 8 namespaces on 4 hosts, messages in parts on both dimensions ($bytes bytes sent on ${PREFIX}0 d0); dims=auto measured $rates; $cuda; in $(( $(date +%s) - start )) s"
 exit 0
