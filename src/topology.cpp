@@ -267,7 +267,21 @@ Algorithm parse_algorithm(const std::string &text) {
                     "\"");
 }
 
+std::string control_byte_in(const std::string &text) {
+    for (size_t i = 0; i < text.size(); ++i) {
+        const unsigned char c = static_cast<unsigned char>(text[i]);
+        if ((c >= 0x20 && c != 0x7f) || c == '\t' || c == '\r') continue;
+        char hex[8];
+        std::snprintf(hex, sizeof hex, "0x%02x", c);
+        return std::string("unexpected control byte ") + hex + " at column " +
+               std::to_string(i + 1);
+    }
+    return std::string();
+}
+
 Topology parse_topology(const std::string &spec) {
+    const std::string control = control_byte_in(spec);
+    if (!control.empty()) throw SpecError("spec: " + control);
     auto sections = split(trim(spec), ':');
     if (trim(sections[0]).empty())
         throw SpecError("peers: expected dimension sizes such as \"2x4\", got an empty spec");

@@ -389,6 +389,12 @@ TEST(TopologySpecErrors, UnknownUnitNamed) {
     expect_spec_error("2x4:bw=10parsecs", {"bandwidth", "parsecs"});
     expect_spec_error("2x4:lat=10fortnights", {"latency", "fortnights"});
 }
+// A NUL (a spec read from a file) would end the message where it stands.
+TEST(TopologySpecErrors, ControlBytesNamedByColumn) {
+    expect_spec_error(std::string("2x2:a\0b=1,2", 11), {"spec: unexpected control byte 0x00 at column 6"});
+    expect_spec_error("2x4:alg=\x1b[2Jring", {"0x1b at column 9"});
+    EXPECT_NO_THROW(parse_topology("2x4 :\tbw=1"));
+}
 TEST(TopologySpecErrors, TooManyRanksRejected) {
     // 2^24 ranks is the documented maximum.
     EXPECT_NO_THROW(parse_topology("4096x4096"));
