@@ -206,8 +206,15 @@ struct Unit {
 double scaled(const std::string &text, const char *what, const Unit *units, size_t n,
               const char *valid) {
     auto [v, unit] = number_and_unit(text, what);
-    for (size_t i = 0; i < n; ++i)
-        if (unit == units[i].name) return v * units[i].multiplier / units[i].divisor;
+    for (size_t i = 0; i < n; ++i) {
+        if (unit != units[i].name) continue;
+        // A finite number can still overflow with its unit (1e300 Tbps): infinity would
+        // not print back as a spec, and no plan can use it.
+        const double value = v * units[i].multiplier / units[i].divisor;
+        if (!std::isfinite(value))
+            throw SpecError(std::string(what) + ": too large, got \"" + text + "\"");
+        return value;
+    }
     throw SpecError(std::string(what) + ": unknown unit \"" + unit + "\" in \"" + text +
                     "\" (valid: " + valid + ")");
 }

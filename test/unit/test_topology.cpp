@@ -371,6 +371,8 @@ TEST(TopologySpecErrors, NonFiniteNumbersRejected) {
     expect_spec_error("2x4:bw=inf", {"bandwidth"});
     expect_spec_error("2x4:lat=nan", {"latency"});
     expect_spec_error("2x4:bw=1e400", {"bandwidth"});
+    // Finite, but not in bytes per second: the unit multiplies it past the largest double.
+    expect_spec_error("2x4:bw=1e300Tbps", {"bandwidth", "too large"});
 }
 TEST(TopologySpecErrors, HalvingDoublingOnNonPowerOfTwoNamesAlgorithm) {
     expect_spec_error("3:alg=hd", {"dimension 0", "hd", "power"});
