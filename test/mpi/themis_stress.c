@@ -435,6 +435,13 @@ static double max_growth(double before, MPI_Comm comm)
 
 static void check_growth(const char *what, double growth, tally_t *t)
 {
+#ifdef __SANITIZE_ADDRESS__
+    /* ASan's allocator keeps freed blocks in quarantine (up to 256 MiB): resident
+     * memory then says nothing about what themis keeps. */
+    if (world_rank == 0)
+        printf("themis_stress: memory over %s not checked under ASan (%.1f MiB)\n", what, growth);
+    return;
+#endif
     if (world_rank == 0)
         printf("themis_stress: resident memory growth over %s: %.1f MiB (margin %.1f MiB)\n",
                what, growth, opt.rss_margin_mib);
@@ -501,7 +508,8 @@ static void run_mix(tally_t *t)
     MPI_Comm pool[POOL] = {MPI_COMM_WORLD};
     long serial = 0, n = 0;
     for (int s = 1; s < POOL; ++s) pool[s] = new_comm(&g, MPI_COMM_WORLD, serial++, 0);
-    const long warm = opt.calls / 10 < 100 ? 100 : opt.calls / 10;
+    /* plan caches, free lists and UCX registrations fill during the first quarter */
+    const long warm = opt.calls / 4 < 100 ? 100 : opt.calls / 4;
     double rss_warm = 0;
     const double start = now();
     for (; n < opt.calls && (n % 64 || !time_is_up(start, MPI_COMM_WORLD)); ++n) {
