@@ -47,6 +47,8 @@ class TopoFileParser {
 
     void parse_line(const std::string &text) {
         ++line_;
+        const std::string control = control_byte_in(text);
+        if (!control.empty()) fail("text", control);
         const auto words = words_of(text);
         if (words.empty()) return;
         if (words[0] == "dims")

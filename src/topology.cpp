@@ -207,8 +207,15 @@ struct Unit {
 double scaled(const std::string &text, const char *what, const Unit *units, size_t n,
               const char *valid) {
     auto [v, unit] = number_and_unit(text, what);
-    for (size_t i = 0; i < n; ++i)
-        if (unit == units[i].name) return v * units[i].multiplier / units[i].divisor;
+    for (size_t i = 0; i < n; ++i) {
+        if (unit != units[i].name) continue;
+        // A finite number can still overflow with its unit (1e300 Tbps): infinity would
+        // not print back as a spec, and no plan can use it.
+        const double value = v * units[i].multiplier / units[i].divisor;
+        if (!std::isfinite(value))
+            throw SpecError(std::string(what) + ": too large, got \"" + text + "\"");
+        return value;
+    }
     throw SpecError(std::string(what) + ": unknown unit \"" + unit + "\" in \"" + text +
                     "\" (valid: " + valid + ")");
 }
@@ -268,7 +275,21 @@ Algorithm parse_algorithm(const std::string &text) {
                     "\"");
 }
 
+std::string control_byte_in(const std::string &text) {
+    for (size_t i = 0; i < text.size(); ++i) {
+        const unsigned char c = static_cast<unsigned char>(text[i]);
+        if ((c >= 0x20 && c != 0x7f) || c == '\t' || c == '\r') continue;
+        char hex[8];
+        std::snprintf(hex, sizeof hex, "0x%02x", c);
+        return std::string("unexpected control byte ") + hex + " at column " +
+               std::to_string(i + 1);
+    }
+    return std::string();
+}
+
 Topology parse_topology(const std::string &spec) {
+    const std::string control = control_byte_in(spec);
+    if (!control.empty()) throw SpecError("spec: " + control);
     auto sections = split(trim(spec), ':');
     if (trim(sections[0]).empty())
         throw SpecError("peers: expected dimension sizes such as \"2x4\", got an empty spec");

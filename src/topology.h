@@ -80,6 +80,12 @@ class Topology {
 // Parses a user spec; throws SpecError naming the offending field.
 Topology parse_topology(const std::string &spec);
 
+// Why `text` (a spec, a line of a file) holds a control byte, e.g. "unexpected control
+// byte 0x00 at column 7"; empty when it holds none. Tab and carriage return count as
+// spaces, bytes from 0x80 (UTF-8 in comments) as text. Parsers refuse such text first:
+// quoted in an error, a NUL would cut the message short and an escape garble a terminal.
+std::string control_byte_in(const std::string &text);
+
 // Quantities with units, as the spec writes them (exposed for tests and tools).
 // Bandwidth: bps, kbps, Mbps, Gbps, Tbps (bits) or B/s, KB/s, MB/s, GB/s, TB/s
 // (bytes, decimal); no unit means Gbps. Result in bytes per second.

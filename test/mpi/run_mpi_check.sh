@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # run_mpi_check.sh -- run test/mpi/themis-mpi-check under mpirun with coll/themis loaded
 # from the build tree, and decide from two sources:
-#   (a) the program's own verdict ("themis_mpi_check: N passed, 0 failed", exit 0), and
+#   (a) the program's own verdict ("themis_mpi_check: N passed, 0 failed", exit 0; any
+#       program named by THEMIS_MPI_CHECK that ends the same way, e.g. themis-stress), and
 #   (b) themis's call statistics (coll_themis_verbose >= 2 prints, per rank and
 #       communicator, "coll:themis:stats comm NAME rank R: COLL calls N themis M" when the
 #       communicator is freed): where themis should run it must have run (M > 0), where
@@ -32,8 +33,9 @@
 #   --expect-no-stats      themis is not loaded: no coll:themis output at all
 #   --expect-policy NAME=P the verbose-5 plan lines of NAME all say "policy P/" (repeatable)
 #   --expect-output REGEX  the output matches this extended regex (repeatable)
-#   --expect-init-failure REGEX  the run must fail (MPI_Init) and its output match REGEX;
-#                          the program's verdict and the stats are not checked
+#   --expect-failure REGEX the run must fail (MPI_Init, a rank that died) within the
+#                          timeout and its output match REGEX; the program's verdict and
+#                          the stats are not checked
 #   --timeout S            limit for mpirun (default $THEMIS_MPI_TIMEOUT or 240)
 # Environment: MPIRUN, THEMIS_BUILDDIR (default: <this dir>/../../build),
 #   OMPI_DEFAULT_COMPONENT_DIR (Open MPI's own component dir; it must stay in the path).
@@ -50,7 +52,7 @@ COLLS=allreduce,reduce_scatter,reduce_scatter_block,allgather
 declare -A MCA=([coll_themis_dims]=auto [coll_themis_chunks]=8 [coll_themis_min_bytes]=1024
                 [coll_themis_min_chunk_bytes]=64 [coll_themis_verbose]=2)
 EXPECT_THEMIS=() EXPECT_DECLINED=() EXPECT_ABSENT=() EXPECT_POLICY=() EXPECT_OUTPUT=()
-EXPECT_NO_STATS=0 EXPECT_INIT_FAILURE='' PROG_ARGS=() COLLS_GIVEN=0 REQUIRE=
+EXPECT_NO_STATS=0 EXPECT_FAILURE='' PROG_ARGS=() COLLS_GIVEN=0 REQUIRE=
 
 die() { echo "run_mpi_check: $*" >&2; exit 2; }
 split() { local IFS=,; read -ra _out <<<"$1"; printf '%s\n' "${_out[@]}"; }
@@ -76,7 +78,7 @@ while [ $# -gt 0 ]; do
     --expect-no-stats) EXPECT_NO_STATS=1; shift ;;
     --expect-policy) EXPECT_POLICY+=("$2"); shift 2 ;;
     --expect-output) EXPECT_OUTPUT+=("$2"); shift 2 ;;
-    --expect-init-failure) EXPECT_INIT_FAILURE=$2; shift 2 ;;
+    --expect-failure) EXPECT_FAILURE=$2; shift 2 ;;
     --timeout) TIMEOUT=$2; shift 2 ;;
     --) shift; PROG_ARGS=("$@"); break ;;
     -h|--help) sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -137,16 +139,16 @@ fail() { problems+=("$*"); }
 
 if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
   fail "mpirun did not finish within ${TIMEOUT}s (killed)"
-elif [ -n "$EXPECT_INIT_FAILURE" ]; then
-  [ "$rc" != 0 ] || fail "expected MPI_Init to fail, but the run exited 0"
-  grep -Eq -- "$EXPECT_INIT_FAILURE" "$ALL" || fail "output does not match /$EXPECT_INIT_FAILURE/"
+elif [ -n "$EXPECT_FAILURE" ]; then
+  [ "$rc" != 0 ] || fail "expected the run to fail, but it exited 0"
+  grep -Eq -- "$EXPECT_FAILURE" "$ALL" || fail "output does not match /$EXPECT_FAILURE/"
 else
-  verdict=$(grep -ho 'themis_mpi_check: [0-9]* passed, [0-9]* failed' "$CONSOLE" | tail -1)
+  verdict=$(grep -ho 'themis_[a-z_]*: [0-9]* passed, [0-9]* failed' "$CONSOLE" | tail -1)
   [ "$rc" = 0 ] || fail "mpirun exited $rc"
   case $verdict in
     *" passed, 0 failed") ;;
-    "") fail "no final 'themis_mpi_check: N passed, M failed' line" ;;
-    *) fail "program reported: ${verdict#themis_mpi_check: }" ;;
+    "") fail "no final 'themis_...: N passed, M failed' line" ;;
+    *) fail "program reported: ${verdict#*: }" ;;
   esac
 
   # name|rank|collective|calls|themis
@@ -211,13 +213,13 @@ for re in "${EXPECT_OUTPUT[@]}"; do
 done
 
 if [ ${#problems[@]} = 0 ]; then
-  echo "run_mpi_check: PASS $NAME (${secs}s)${verdict:+: ${verdict#themis_mpi_check: }}"
+  echo "run_mpi_check: PASS $NAME (${secs}s)${verdict:+: ${verdict#*: }}"
   exit 0
 fi
 echo "run_mpi_check: FAIL $NAME (${secs}s, exit $rc); log: $CONSOLE"
 printf '  - %s\n' "${problems[@]}"
 echo "---- program failures (first 40) ----"
-grep -h 'themis_mpi_check: FAIL' "$RANKS" | head -40
+grep -h 'themis_[a-z_]*: FAIL' "$RANKS" | head -40
 echo "---- last 40 lines of $CONSOLE ----"
 tail -40 "$CONSOLE"
 exit 1

@@ -102,6 +102,12 @@ TEST(TopoFile, RefusesMalformedHosts) {
                  "expected 0..1 (dims 2x2), got 2");
 }
 
+TEST(TopoFile, RefusesControlBytesByColumn) {
+    expect_error(std::string("dims 2\nhost a\0b 0\n", 19), 2, "text",
+                 "unexpected control byte 0x00 at column 7");
+    EXPECT_NO_THROW(parse("dims 2\r\nhost a 0 # caf\xc3\xa9\r\n"));
+}
+
 TEST(TopoFile, RefusesDuplicateHostsAndCells) {
     const std::string two = "dims 2x2\nhost a 0 0\n\nhost b 1 0\n";
     expect_error(two + "host a 1 1\n", 5, "host a", "given twice (first on line 2)");

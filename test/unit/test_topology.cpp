@@ -371,6 +371,8 @@ TEST(TopologySpecErrors, NonFiniteNumbersRejected) {
     expect_spec_error("2x4:bw=inf", {"bandwidth"});
     expect_spec_error("2x4:lat=nan", {"latency"});
     expect_spec_error("2x4:bw=1e400", {"bandwidth"});
+    // Finite, but not in bytes per second: the unit multiplies it past the largest double.
+    expect_spec_error("2x4:bw=1e300Tbps", {"bandwidth", "too large"});
 }
 TEST(TopologySpecErrors, HalvingDoublingOnNonPowerOfTwoNamesAlgorithm) {
     expect_spec_error("3:alg=hd", {"dimension 0", "hd", "power"});
@@ -388,6 +390,12 @@ TEST(TopologySpecErrors, RepeatedKeyNamed) { expect_spec_error("2x4:bw=1:bw=2", 
 TEST(TopologySpecErrors, UnknownUnitNamed) {
     expect_spec_error("2x4:bw=10parsecs", {"bandwidth", "parsecs"});
     expect_spec_error("2x4:lat=10fortnights", {"latency", "fortnights"});
+}
+// A NUL (a spec read from a file) would end the message where it stands.
+TEST(TopologySpecErrors, ControlBytesNamedByColumn) {
+    expect_spec_error(std::string("2x2:a\0b=1,2", 11), {"spec: unexpected control byte 0x00 at column 6"});
+    expect_spec_error("2x4:alg=\x1b[2Jring", {"0x1b at column 9"});
+    EXPECT_NO_THROW(parse_topology("2x4 :\tbw=1"));
 }
 TEST(TopologySpecErrors, TooManyRanksRejected) {
     // 2^24 ranks is the documented maximum.

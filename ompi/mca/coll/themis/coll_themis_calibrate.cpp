@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <mutex>
 #include <sstream>
 
 #include "calibration_file.h"
@@ -37,9 +38,20 @@ bool all_hold(mca_coll_themis_module_t *m, ompi_communicator_t *comm, std::vecto
 }
 
 // Layouts this process calibrated, by the processes at each position and the transport.
-std::map<std::string, std::vector<DimensionRates>> &calibrated_layouts() {
-    static std::map<std::string, std::vector<DimensionRates>> layouts;
-    return layouts;
+// Under MPI_THREAD_MULTIPLE threads set up communicators at once: the map is locked.
+std::mutex layouts_lock;
+std::map<std::string, std::vector<DimensionRates>> calibrated_layouts;
+
+// The rates remembered under `key`; none when the layout was not calibrated here.
+std::vector<DimensionRates> remembered_rates(const std::string &key) {
+    std::lock_guard<std::mutex> hold(layouts_lock);
+    const auto known = calibrated_layouts.find(key);
+    return known == calibrated_layouts.end() ? std::vector<DimensionRates>() : known->second;
+}
+
+void remember_rates(const std::string &key, const std::vector<DimensionRates> &rates) {
+    std::lock_guard<std::mutex> hold(layouts_lock);
+    calibrated_layouts[key] = rates;
 }
 
 std::string process_key(ompi_communicator_t *comm, const RankLayout &layout,
@@ -140,10 +152,10 @@ CalibratedTopology calibrated_topology(mca_coll_themis_module_t *m, ompi_communi
     // Where the rates come from: this process's memory, the file, or a measurement.
     RateSource source = RateSource::Cached;
     const std::string key = process_key(comm, layout, transport_name);
-    auto known = calibrated_layouts().find(key);
+    const std::vector<DimensionRates> known = remembered_rates(key);
     std::vector<DimensionRates> rates;
-    uint64_t mine = known != calibrated_layouts().end();
-    if (all_hold(m, comm, {double(mine)}) && mine) rates = known->second;
+    uint64_t mine = !known.empty();
+    if (all_hold(m, comm, {double(mine)}) && mine) rates = known;
     const bool use_file = params().calibration_file && params().calibration_file[0];
     // Rates over one transport say nothing of another: the key names it.
     const std::string file_key =
@@ -174,7 +186,7 @@ CalibratedTopology calibrated_topology(mca_coll_themis_module_t *m, ompi_communi
         }
         rates = result.dims;
     }
-    calibrated_layouts()[key] = rates;
+    remember_rates(key, rates);
     out.topology = with_measured_rates(given, rates, bw_given, lat_given);
     for (int d : measured) {
         if (!bw_given) out.bandwidth_source[d] = source;

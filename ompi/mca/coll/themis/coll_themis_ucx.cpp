@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "ompi/runtime/mpiruntime.h"
 #include "opal/runtime/opal_progress.h"
 
 namespace themis {
@@ -38,6 +39,14 @@ template <typename T> std::vector<T> allgather(mca_coll_themis_module_t *m, ompi
 } // namespace
 
 UcxWorker *process_ucx_worker(std::string &why) {
+    // Under MPI_THREAD_MULTIPLE, collectives on different communicators run at once and
+    // every thread's opal_progress() calls progress_ucx(); the worker is single-threaded
+    // (UCS_THREAD_MODE_SINGLE) and completing a request runs its transport's callback,
+    // so two threads would corrupt it. The PML is thread-safe: it carries the traffic.
+    if (ompi_mpi_thread_multiple) {
+        why = "MPI_THREAD_MULTIPLE (themis's UCX worker serves a single thread)";
+        return nullptr;
+    }
     if (!process_ucx.tried) {
         process_ucx.tried = true;
         process_ucx.worker = UcxWorker::create(process_ucx.why_not);

@@ -1,0 +1,645 @@
+/* themis_stress.c -- seeded randomized stress of the collectives coll/themis takes, with
+ * resource bounds (public MPI API only).
+ *
+ * Every rank draws the same sequence from one seed: which collective (the kinds[] table),
+ * on which communicator of a pool that is created and freed as the run goes (dups, dups
+ * with themis_policy/themis_transport info keys, splits of several shapes, a subgroup),
+ * the datatype and op, the count (0 to --max-bytes, odd counts included), in place or
+ * not, reduce_scatter's counts. Inputs are a hash of (call, rank, element), so each rank
+ * computes the expected result itself from every rank's inputs (integers and
+ * integer-valued floats whose sums are exact: every comparison is exact), and checks the
+ * 64 bytes after its receive buffer.
+ *
+ * Resources: resident memory after a warm-up and at the end of the calls, and again
+ * around --comm-cycles create/use/free cycles, may grow by at most --rss-margin-mib
+ * (largest rank); file descriptors open after MPI_Finalize must all have been open just
+ * after MPI_Init (themis's UCX worker and sockets released).
+ *
+ * Modes: --threads T (MPI_THREAD_MULTIPLE: T threads, each on its own communicator, run
+ * their own sequences at once); --die-rank R (rank R is killed by SIGALRM during a stream
+ * of large allreduces: the job must end, the runner checks how).
+ *
+ * Output: "themis_stress: seed S" first (replay with --seed S), one line per failure
+ * (bounded), figures, then "themis_stress: N passed, M failed" (M: most failures on one
+ * rank). Exit status 1 on any failure, 2 on bad options.
+ */
+#include <mpi.h>
+
+#include <dirent.h>
+#include <getopt.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ====================================================================== options */
+
+static struct {
+    uint64_t seed;
+    long calls;
+    double seconds;
+    long max_bytes;
+    long comm_cycles;
+    int threads;
+    int die_rank;
+    double rss_margin_mib;
+} opt = {0, 1000, 60, 32L << 20, 0, 0, -1, 16};
+
+static int world_rank, world_size;
+
+static void usage(void)
+{
+    if (world_rank == 0)
+        fprintf(stderr, "usage: themis-stress [--seed S] [--calls N] [--seconds T] "
+                        "[--max-bytes B] [--comm-cycles C] [--threads T] [--die-rank R] "
+                        "[--rss-margin-mib M]\n");
+}
+
+static bool parse_options(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"seed", 1, 0, 's'},        {"calls", 1, 0, 'n'},       {"seconds", 1, 0, 't'},
+        {"max-bytes", 1, 0, 'b'},   {"comm-cycles", 1, 0, 'c'}, {"threads", 1, 0, 'T'},
+        {"die-rank", 1, 0, 'd'},    {"rss-margin-mib", 1, 0, 'm'},
+        /* given by run_mpi_check.sh to every program it runs; not needed here */
+        {"chunks", 1, 0, 'i'},      {"min-bytes", 1, 0, 'i'},   {0, 0, 0, 0}};
+    for (int c; (c = getopt_long(argc, argv, "", longopts, NULL)) != -1;) {
+        switch (c) {
+        case 's': opt.seed = strtoull(optarg, NULL, 0); break;
+        case 'n': opt.calls = atol(optarg); break;
+        case 't': opt.seconds = atof(optarg); break;
+        case 'b': opt.max_bytes = atol(optarg); break;
+        case 'c': opt.comm_cycles = atol(optarg); break;
+        case 'T': opt.threads = atoi(optarg); break;
+        case 'd': opt.die_rank = atoi(optarg); break;
+        case 'm': opt.rss_margin_mib = atof(optarg); break;
+        case 'i': break;
+        default: return false;
+        }
+    }
+    return optind == argc && opt.max_bytes >= 64;
+}
+
+/* ====================================================================== randomness */
+
+static uint64_t mix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+/* The sequence every rank draws alike (one per thread in --threads mode). */
+typedef struct {
+    uint64_t state;
+} rng_t;
+
+static uint64_t draw(rng_t *r) { return mix64(r->state++); }
+static long draw_below(rng_t *r, long n) { return n > 0 ? (long) (draw(r) % (uint64_t) n) : 0; }
+
+/* ====================================================================== types and ops */
+
+enum { OP_SUM, OP_MIN, OP_MAX, OP_BAND, OP_BOR, OP_BXOR, NOPS };
+static const char *const op_names[NOPS] = {"sum", "min", "max", "band", "bor", "bxor"};
+
+/* Input values lie in [lo, hi]: with up to 64 ranks no sum overflows the type and every
+ * float sum is an exact integer. 8-bit sums stay below 256 (Open MPI 4.1's op/avx
+ * saturates overflowing 8-bit sums, see README). */
+typedef struct {
+    const char *name;
+    MPI_Datatype (*type)(void);
+    int size;
+    bool is_float;
+    long lo, hi;
+} type_t;
+
+static MPI_Datatype t_uint8(void) { return MPI_UINT8_T; }
+static MPI_Datatype t_int16(void) { return MPI_INT16_T; }
+static MPI_Datatype t_int32(void) { return MPI_INT32_T; }
+static MPI_Datatype t_uint32(void) { return MPI_UINT32_T; }
+static MPI_Datatype t_int64(void) { return MPI_INT64_T; }
+static MPI_Datatype t_float(void) { return MPI_FLOAT; }
+static MPI_Datatype t_double(void) { return MPI_DOUBLE; }
+
+static const type_t types[] = {
+    {"uint8", t_uint8, 1, false, 0, 3},           {"int16", t_int16, 2, false, -500, 500},
+    {"int32", t_int32, 4, false, -1000000, 1000000}, {"uint32", t_uint32, 4, false, 0, 1000000},
+    {"int64", t_int64, 8, false, -(1L << 40), 1L << 40}, {"float", t_float, 4, true, -1000, 1000},
+    {"double", t_double, 8, true, -(1L << 40), 1L << 40},
+};
+enum { NTYPES = sizeof types / sizeof *types };
+
+static MPI_Op mpi_op(int op)
+{
+    const MPI_Op ops[NOPS] = {MPI_SUM, MPI_MIN, MPI_MAX, MPI_BAND, MPI_BOR, MPI_BXOR};
+    return ops[op];
+}
+
+static long input(uint64_t call, int rank, long i, const type_t *t)
+{
+    const uint64_t h = mix64(call ^ mix64(((uint64_t) rank << 40) ^ (uint64_t) i));
+    return t->lo + (long) (h % (uint64_t) (t->hi - t->lo + 1));
+}
+
+static long apply(int op, long a, long b)
+{
+    switch (op) {
+    case OP_SUM: return a + b;
+    case OP_MIN: return a < b ? a : b;
+    case OP_MAX: return a > b ? a : b;
+    case OP_BAND: return a & b;
+    case OP_BOR: return a | b;
+    default: return a ^ b;
+    }
+}
+
+static void store(const type_t *t, void *buf, long i, long v)
+{
+    char *p = (char *) buf + i * t->size;
+    if (t->is_float && t->size == 4) *(float *) p = (float) v;
+    else if (t->is_float) *(double *) p = (double) v;
+    else if (t->size == 1) *(uint8_t *) p = (uint8_t) v;
+    else if (t->size == 2) *(int16_t *) p = (int16_t) v;
+    else if (t->size == 4) *(int32_t *) p = (int32_t) v;
+    else *(int64_t *) p = (int64_t) v;
+}
+
+/* The stored value of v as the type holds it, widened back (unsigned 32-bit values
+ * are below 2^31 here). */
+static long load(const type_t *t, const void *buf, long i)
+{
+    const char *p = (const char *) buf + i * t->size;
+    if (t->is_float && t->size == 4) return (long) *(const float *) p;
+    if (t->is_float) return (long) *(const double *) p;
+    if (t->size == 1) return *(const uint8_t *) p;
+    if (t->size == 2) return *(const int16_t *) p;
+    if (t->size == 4) return *(const int32_t *) p;
+    return *(const int64_t *) p;
+}
+
+/* ====================================================================== calls */
+
+/* One drawn call on this rank's communicator. The expected value of element i of the
+ * reduced vector is the op folded over every rank's input; `block` is the range of that
+ * vector (or, for allgather, of the gathered vector) that lands in recvbuf. */
+typedef struct {
+    MPI_Comm comm;
+    int rank, size;
+    uint64_t id;
+    const type_t *type;
+    int op;
+    long count;        /* allreduce: elements; allgather: per rank */
+    long counts[64];   /* reduce_scatter: per rank (the first `size` used) */
+    bool in_place;
+} call_t;
+
+typedef struct {
+    const char *name;
+    bool reduces;
+    /* elements of this rank's input, of the receive buffer, and where the received ones
+     * start in the result vector */
+    long (*send_elems)(const call_t *c);
+    long (*recv_elems)(const call_t *c);
+    long (*my_offset)(const call_t *c);
+    int (*run)(const call_t *c, void *send, void *recv);
+} kind_t;
+
+static long offset_of(const call_t *c, int rank)
+{
+    long off = 0;
+    for (int r = 0; r < rank; ++r) off += c->counts[r];
+    return off;
+}
+
+static long whole(const call_t *c) { return c->count; }
+static long all_counts(const call_t *c) { return offset_of(c, c->size); }
+static long all_blocks(const call_t *c) { return c->count * c->size; }
+static long at_zero(const call_t *c) { (void) c; return 0; }
+static long gathered(const call_t *c) { return c->count * c->size; }
+static long my_count(const call_t *c) { return c->counts[c->rank]; }
+static long my_rs_offset(const call_t *c) { return offset_of(c, c->rank); }
+static long block_elems(const call_t *c) { return c->count; }
+static long my_block_offset(const call_t *c) { return c->count * c->rank; }
+
+static int run_allreduce(const call_t *c, void *s, void *r)
+{
+    return MPI_Allreduce(c->in_place ? MPI_IN_PLACE : s, c->in_place ? s : r, (int) c->count, c->type->type(),
+                         mpi_op(c->op), c->comm);
+}
+static int run_reduce_scatter(const call_t *c, void *s, void *r)
+{
+    int counts[64];
+    for (int i = 0; i < c->size; ++i) counts[i] = (int) c->counts[i];
+    return MPI_Reduce_scatter(c->in_place ? MPI_IN_PLACE : s, c->in_place ? s : r, counts,
+                              c->type->type(), mpi_op(c->op), c->comm);
+}
+static int run_reduce_scatter_block(const call_t *c, void *s, void *r)
+{
+    return MPI_Reduce_scatter_block(c->in_place ? MPI_IN_PLACE : s, c->in_place ? s : r,
+                                    (int) c->count, c->type->type(), mpi_op(c->op), c->comm);
+}
+static int run_allgather(const call_t *c, void *s, void *r)
+{
+    return MPI_Allgather(c->in_place ? MPI_IN_PLACE : s, (int) c->count, c->type->type(), r,
+                         (int) c->count, c->type->type(), c->comm);
+}
+
+/* The call kinds drawn from. In place, a reduction's input and result are in the send
+ * buffer (given as the receive buffer), allgather's input is its block of the receive
+ * buffer. The nonblocking forms go here once themis runs them: a run() that starts
+ * MPI_Iallreduce (...) and waits for it. */
+static const kind_t kinds[] = {
+    {"allreduce", true, whole, whole, at_zero, run_allreduce},
+    {"reduce_scatter", true, all_counts, my_count, my_rs_offset, run_reduce_scatter},
+    {"reduce_scatter_block", true, all_blocks, block_elems, my_block_offset,
+     run_reduce_scatter_block},
+    {"allgather", false, whole, gathered, at_zero, run_allgather},
+};
+enum { NKINDS = sizeof kinds / sizeof *kinds };
+
+/* Element i of the result vector (of the gathered vector for allgather). */
+static long expected(const kind_t *k, const call_t *c, long i)
+{
+    if (!k->reduces) return input(c->id, (int) (i / c->count), i % c->count, c->type);
+    long v = input(c->id, 0, i, c->type);
+    for (int r = 1; r < c->size; ++r) v = apply(c->op, v, input(c->id, r, i, c->type));
+    return v;
+}
+
+/* A count whose bytes follow a mix of tiny, small, medium and large messages. */
+static long draw_count(rng_t *g, long elem_bytes, long max_bytes)
+{
+    static const long class_bytes[] = {64, 64 << 10, 1 << 20};
+    const long cls = draw_below(g, 10);
+    const long cap = cls < 4 ? class_bytes[0] : cls < 7 ? class_bytes[1]
+                   : cls < 9 ? class_bytes[2] : max_bytes;
+    return draw_below(g, (cap < max_bytes ? cap : max_bytes) / elem_bytes + 1);
+}
+
+typedef struct {
+    long passed, failed;
+} tally_t;
+
+#define GUARD 64
+
+static void report(tally_t *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void report(tally_t *t, const char *fmt, ...)
+{
+    if (++t->failed > 10) return;
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    printf("themis_stress: FAIL rank %d (seed %llu): %s\n", world_rank,
+           (unsigned long long) opt.seed, line);
+    fflush(stdout);
+}
+
+/* Draws one call on `comm` (MPI_COMM_NULL: this rank is not in it; it still draws the
+ * same numbers), runs it and checks it. */
+static void one_call(rng_t *g, MPI_Comm comm, long n, tally_t *t)
+{
+    const kind_t *k = &kinds[draw_below(g, NKINDS)];
+    call_t c = {.comm = comm, .id = draw(g), .type = &types[draw_below(g, NTYPES)]};
+    c.op = (int) draw_below(g, c.type->is_float ? 3 : NOPS);
+    c.in_place = draw_below(g, 3) == 0;
+    const int parts = k->run == run_allreduce ? 1 : world_size; /* at least c.size */
+    c.count = draw_count(g, c.type->size, opt.max_bytes / parts);
+    for (int r = 0; r < world_size && r < 64; ++r)
+        c.counts[r] = draw_below(g, 4) == 0 ? 0 : draw_count(g, c.type->size, opt.max_bytes / parts);
+    if (comm == MPI_COMM_NULL) return;
+    MPI_Comm_rank(comm, &c.rank);
+    MPI_Comm_size(comm, &c.size);
+
+    const long send_n = k->send_elems(&c), out_n = k->recv_elems(&c), off = k->my_offset(&c);
+    char *send = malloc((size_t) (send_n > out_n ? send_n : out_n) * c.type->size + GUARD);
+    char *recv = malloc((size_t) out_n * c.type->size + GUARD);
+    const long mine = k->reduces ? 0 : c.count * c.rank;
+    for (long i = 0; i < send_n; ++i)
+        store(c.type, c.in_place && !k->reduces ? recv : send, i + (c.in_place ? mine : 0),
+              input(c.id, c.rank, i, c.type));
+    memset(recv + out_n * c.type->size, 0xa5, GUARD);
+    void *result = c.in_place && k->reduces ? send : recv;
+
+    const int rc = k->run(&c, send, recv);
+    long bad = -1;
+    for (long i = 0; rc == MPI_SUCCESS && bad < 0 && i < out_n; ++i)
+        if (load(c.type, result, i) != expected(k, &c, off + i)) bad = i;
+    bool guard_ok = true;
+    for (int i = 0; i < GUARD; ++i) guard_ok &= (unsigned char) recv[out_n * c.type->size + i] == 0xa5;
+    if (rc != MPI_SUCCESS || bad >= 0 || !guard_ok)
+        report(t, "call %ld: %s %s %s count %ld%s on %d ranks: %s%ld", n, k->name, c.type->name,
+               op_names[c.op], c.count, c.in_place ? " in place" : "", c.size,
+               rc != MPI_SUCCESS ? "error " : !guard_ok ? "wrote past the receive buffer " :
+                                                         "wrong element ",
+               rc != MPI_SUCCESS ? (long) rc : guard_ok ? bad : 0L);
+    else
+        t->passed++;
+    free(send);
+    free(recv);
+}
+
+/* ====================================================================== communicators */
+
+/* themis's per-communicator info keys, and the values drawn for them ("" = not set). */
+static void draw_info(rng_t *g, MPI_Info info)
+{
+    static const char *const policies[] = {"", "themis", "baseline"};
+    static const char *const transports[] = {"", "pml", "ucx", "auto"};
+    const char *p = policies[draw_below(g, 3)], *tr = transports[draw_below(g, 4)];
+    if (*p) MPI_Info_set(info, "themis_policy", p);
+    if (*tr) MPI_Info_set(info, "themis_transport", tr);
+}
+
+/* A new communicator of a shape (MPI_COMM_NULL where this rank is left out): 0 a dup,
+ * 1-3 splits (parity, halves reversed, random colours), 4 a subgroup. */
+enum { NSHAPES = 5 };
+static MPI_Comm new_comm(rng_t *g, MPI_Comm parent, long serial, long shape)
+{
+    int prank, psize;
+    MPI_Comm_rank(parent, &prank);
+    MPI_Comm_size(parent, &psize);
+    MPI_Info info;
+    MPI_Info_create(&info);
+    draw_info(g, info);
+    const long left_out = draw_below(g, psize);
+    int colors[64];
+    for (int r = 0; r < psize && r < 64; ++r) colors[r] = (int) draw_below(g, 3);
+    MPI_Comm comm = MPI_COMM_NULL;
+    switch (shape) {
+    case 0: MPI_Comm_dup_with_info(parent, info, &comm); break;
+    case 1: MPI_Comm_split(parent, prank % 2, prank, &comm); break;
+    case 2: MPI_Comm_split(parent, prank < psize / 2, psize - prank, &comm); break; /* reversed */
+    case 3: MPI_Comm_split(parent, colors[prank], prank, &comm); break;
+    default: { /* a subgroup without one rank */
+        MPI_Group all, some;
+        MPI_Comm_group(parent, &all);
+        const int excl = (int) left_out;
+        MPI_Group_excl(all, 1, &excl, &some);
+        MPI_Comm_create(parent, some, &comm);
+        MPI_Group_free(&all);
+        MPI_Group_free(&some);
+    }
+    }
+    if (comm != MPI_COMM_NULL) {
+        char name[MPI_MAX_OBJECT_NAME];
+        snprintf(name, sizeof name, "stress_%ld", serial);
+        MPI_Comm_set_name(comm, name);
+        if (shape != 0) MPI_Comm_set_info(comm, info);
+    }
+    MPI_Info_free(&info);
+    return comm;
+}
+
+static void free_comm(MPI_Comm *c)
+{
+    if (*c != MPI_COMM_NULL && *c != MPI_COMM_WORLD) MPI_Comm_free(c);
+    *c = MPI_COMM_NULL;
+}
+
+/* ====================================================================== resources */
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static double rss_mib(void)
+{
+    long pages = 0, resident = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f && fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    if (f) fclose(f);
+    return resident * (double) sysconf(_SC_PAGESIZE) / (1 << 20);
+}
+
+/* The largest growth of resident memory over the ranks of `comm`, in MiB. */
+static double max_growth(double before, MPI_Comm comm)
+{
+    double growth = rss_mib() - before, most;
+    MPI_Allreduce(&growth, &most, 1, MPI_DOUBLE, MPI_MAX, comm);
+    return most;
+}
+
+static void check_growth(const char *what, double growth, tally_t *t)
+{
+#ifdef __SANITIZE_ADDRESS__
+    /* ASan's allocator keeps freed blocks in quarantine (up to 256 MiB): resident
+     * memory then says nothing about what themis keeps. */
+    if (world_rank == 0)
+        printf("themis_stress: memory over %s not checked under ASan (%.1f MiB)\n", what, growth);
+    return;
+#endif
+    if (world_rank == 0)
+        printf("themis_stress: resident memory growth over %s: %.1f MiB (margin %.1f MiB)\n",
+               what, growth, opt.rss_margin_mib);
+    if (growth > opt.rss_margin_mib) report(t, "memory grew by %.1f MiB over %s", growth, what);
+}
+
+/* What the process's descriptors point at ("socket:[123]" counts as "socket:"). */
+typedef struct {
+    int n;
+    char target[256][64];
+} fds_t;
+
+static void list_fds(fds_t *f)
+{
+    f->n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    for (struct dirent *e; d && (e = readdir(d)) && f->n < 256;) {
+        char path[300], target[256];
+        if (e->d_name[0] == '.') continue;
+        snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+        const ssize_t len = readlink(path, target, sizeof target - 1);
+        if (len <= 0) continue;
+        target[len] = '\0';
+        target[strcspn(target, "[")] = '\0';
+        snprintf(f->target[f->n++], sizeof f->target[0], "%.63s", target);
+    }
+    if (d) closedir(d);
+}
+
+/* Descriptors open now that were not open in `before` (counted per target kind; the
+ * directory listing's own one cancels out). */
+static int new_fds(const fds_t *before)
+{
+    fds_t after;
+    list_fds(&after);
+    int extra = 0;
+    bool used[256] = {false};
+    for (int i = 0; i < after.n; ++i) {
+        int j = 0;
+        while (j < before->n && (used[j] || strcmp(after.target[i], before->target[j]))) ++j;
+        if (j < before->n) used[j] = true;
+        else if (++extra <= 5) printf("themis_stress: rank %d: descriptor to %s left open\n",
+                                      world_rank, after.target[i]);
+    }
+    return extra;
+}
+
+/* ====================================================================== runs */
+
+/* Stops every rank of `comm` at the same call: the seconds run out on the slowest. */
+static bool time_is_up(double start, MPI_Comm comm)
+{
+    int up = now() - start > opt.seconds, any;
+    MPI_Allreduce(&up, &any, 1, MPI_INT, MPI_MAX, comm);
+    return any;
+}
+
+enum { POOL = 4 };
+
+/* The random mix on a pool of communicators (slot 0 stays MPI_COMM_WORLD). */
+static void run_mix(tally_t *t)
+{
+    rng_t g = {opt.seed};
+    MPI_Comm pool[POOL] = {MPI_COMM_WORLD};
+    long serial = 0, n = 0;
+    for (int s = 1; s < POOL; ++s) pool[s] = new_comm(&g, MPI_COMM_WORLD, serial++, 0);
+    /* plan caches, free lists and UCX registrations fill during the first quarter */
+    const long warm = opt.calls / 4 < 100 ? 100 : opt.calls / 4;
+    double rss_warm = 0;
+    const double start = now();
+    for (; n < opt.calls && (n % 64 || !time_is_up(start, MPI_COMM_WORLD)); ++n) {
+        if (n == warm) rss_warm = rss_mib();
+        if (draw_below(&g, 50) == 0) { /* replace a communicator */
+            const long slot = 1 + draw_below(&g, POOL - 1);
+            free_comm(&pool[slot]);
+            pool[slot] = new_comm(&g, MPI_COMM_WORLD, serial++, draw_below(&g, NSHAPES));
+        }
+        one_call(&g, pool[draw_below(&g, POOL)], n, t);
+    }
+    for (int s = 1; s < POOL; ++s) free_comm(&pool[s]);
+    if (world_rank == 0)
+        printf("themis_stress: %ld calls in %.1f s, %ld communicators created\n", n,
+               now() - start, serial);
+    if (n > warm) check_growth("the calls after the warm-up", max_growth(rss_warm, MPI_COMM_WORLD), t);
+}
+
+/* Communicators created, used once (themis sets each one up) and freed. */
+static void run_cycles(tally_t *t)
+{
+    rng_t g = {opt.seed ^ 0xc0ffee};
+    const long warm = opt.comm_cycles / 10;
+    double rss_warm = rss_mib();
+    for (long i = 0; i < opt.comm_cycles; ++i) {
+        if (i == warm) rss_warm = rss_mib();
+        MPI_Comm c = new_comm(&g, MPI_COMM_WORLD, 100000 + i, draw_below(&g, NSHAPES));
+        rng_t call = {draw(&g)};
+        one_call(&call, c, i, t);
+        free_comm(&c);
+    }
+    check_growth("the communicator cycles after the warm-up", max_growth(rss_warm, MPI_COMM_WORLD), t);
+}
+
+typedef struct {
+    int index;
+    MPI_Comm comm;
+    tally_t tally;
+} thread_arg_t;
+
+static void *thread_main(void *p)
+{
+    thread_arg_t *a = p;
+    rng_t g = {opt.seed + 7919 * (uint64_t) (a->index + 1)};
+    const double start = now();
+    for (long n = 0; n < opt.calls && (n % 64 || !time_is_up(start, a->comm)); ++n)
+        one_call(&g, a->comm, n, &a->tally);
+    return NULL;
+}
+
+/* Threads at once, each on its own communicator (the ranks' thread k share one). */
+static void run_threads(tally_t *t)
+{
+    thread_arg_t args[16];
+    pthread_t ids[16];
+    const int n = opt.threads < 16 ? opt.threads : 16;
+    rng_t g = {opt.seed};
+    for (int i = 0; i < n; ++i) {
+        args[i] = (thread_arg_t){.index = i};
+        args[i].comm = new_comm(&g, MPI_COMM_WORLD, i, 0); /* a dup: every rank in it */
+    }
+    for (int i = 0; i < n; ++i) pthread_create(&ids[i], NULL, thread_main, &args[i]);
+    for (int i = 0; i < n; ++i) {
+        pthread_join(ids[i], NULL);
+        t->passed += args[i].tally.passed;
+        t->failed += args[i].tally.failed;
+        free_comm(&args[i].comm);
+    }
+}
+
+/* Large allreduces until the job ends: rank die_rank is killed by SIGALRM (default
+ * action: terminate) a moment into them, while its peers wait for it in themis. */
+static void run_die(void)
+{
+    const long count = opt.max_bytes / 8;
+    double *buf = calloc((size_t) count, sizeof *buf);
+    if (world_rank == opt.die_rank) {
+        struct itimerval in = {.it_value = {.tv_usec = 300000}};
+        setitimer(ITIMER_REAL, &in, NULL);
+    }
+    for (long i = 0;; ++i) {
+        if (world_rank == 0 && i % 8 == 0) {
+            printf("themis_stress: allreduce %ld of %ld doubles\n", i, count);
+            fflush(stdout);
+        }
+        MPI_Allreduce(MPI_IN_PLACE, buf, (int) count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    fds_t fds_at_init;
+    int provided;
+    const bool options_ok = parse_options(argc, argv);
+    /* Only the threads mode asks for more: the thread level changes what themis does. */
+    MPI_Init_thread(&argc, &argv, opt.threads > 0 ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE,
+                    &provided);
+    list_fds(&fds_at_init);
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    if (!options_ok || world_size > 64) {
+        usage();
+        MPI_Finalize();
+        return 2;
+    }
+    /* Buffers of the test itself come and go through mmap, so that resident memory
+     * measures what the libraries keep, not the heap the test's buffers left behind. */
+    mallopt(M_MMAP_THRESHOLD, 256 << 10);
+    if (!opt.seed) opt.seed = (uint64_t) time(NULL) ^ ((uint64_t) getpid() << 20);
+    MPI_Bcast(&opt.seed, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    if (world_rank == 0)
+        printf("themis_stress: seed %llu (replay: --seed %llu), %d ranks\n",
+               (unsigned long long) opt.seed, (unsigned long long) opt.seed, world_size);
+
+    tally_t t = {0, 0};
+    if (opt.die_rank >= 0) run_die();
+    if (opt.threads > 0) {
+        if (provided < MPI_THREAD_MULTIPLE) report(&t, "MPI_THREAD_MULTIPLE not provided (%d)", provided);
+        else run_threads(&t);
+    } else {
+        run_mix(&t);
+        if (opt.comm_cycles > 0) run_cycles(&t);
+    }
+
+    long failed;
+    MPI_Allreduce(&t.failed, &failed, 1, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
+    if (world_rank == 0) printf("themis_stress: %ld passed, %ld failed\n", t.passed, failed);
+    fflush(stdout);
+    MPI_Finalize();
+    const int leaked = new_fds(&fds_at_init);
+    if (leaked) printf("themis_stress: rank %d: %d descriptors opened and not closed\n", world_rank, leaked);
+    return failed || leaked ? 1 : 0;
+}
