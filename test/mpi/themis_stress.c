@@ -1,7 +1,8 @@
 /* themis_stress.c -- seeded randomized stress of the collectives coll/themis takes, with
  * resource bounds (public MPI API only).
  *
- * Every rank draws the same sequence from one seed: which collective (the kinds[] table),
+ * Every rank draws the same sequence from one seed: which collective (the kinds[] table:
+ * the four, blocking and nonblocking),
  * on which communicator of a pool that is created and freed as the run goes (dups, dups
  * with themis_policy/themis_transport info keys, splits of several shapes, a subgroup),
  * the datatype and op, the count (0 to --max-bytes, odd counts included), in place or
@@ -210,7 +211,10 @@ typedef struct {
     long (*send_elems)(const call_t *c);
     long (*recv_elems)(const call_t *c);
     long (*my_offset)(const call_t *c);
-    int (*run)(const call_t *c, void *send, void *recv);
+    /* Runs it: the blocking form when `request` is NULL, else the nonblocking one, started
+     * into *request. */
+    int (*run)(const call_t *c, void *send, void *recv, MPI_Request *request);
+    bool nonblocking;
 } kind_t;
 
 static long offset_of(const call_t *c, int rank)
@@ -230,39 +234,51 @@ static long my_rs_offset(const call_t *c) { return offset_of(c, c->rank); }
 static long block_elems(const call_t *c) { return c->count; }
 static long my_block_offset(const call_t *c) { return c->count * c->rank; }
 
-static int run_allreduce(const call_t *c, void *s, void *r)
+static int run_allreduce(const call_t *c, void *s, void *r, MPI_Request *q)
 {
-    return MPI_Allreduce(c->in_place ? MPI_IN_PLACE : s, c->in_place ? s : r, (int) c->count, c->type->type(),
-                         mpi_op(c->op), c->comm);
+    void *send = c->in_place ? MPI_IN_PLACE : s, *recv = c->in_place ? s : r;
+    const int n = (int) c->count;
+    return q ? MPI_Iallreduce(send, recv, n, c->type->type(), mpi_op(c->op), c->comm, q)
+             : MPI_Allreduce(send, recv, n, c->type->type(), mpi_op(c->op), c->comm);
 }
-static int run_reduce_scatter(const call_t *c, void *s, void *r)
+static int run_reduce_scatter(const call_t *c, void *s, void *r, MPI_Request *q)
 {
     int counts[64];
     for (int i = 0; i < c->size; ++i) counts[i] = (int) c->counts[i];
-    return MPI_Reduce_scatter(c->in_place ? MPI_IN_PLACE : s, c->in_place ? s : r, counts,
-                              c->type->type(), mpi_op(c->op), c->comm);
+    void *send = c->in_place ? MPI_IN_PLACE : s, *recv = c->in_place ? s : r;
+    return q ? MPI_Ireduce_scatter(send, recv, counts, c->type->type(), mpi_op(c->op), c->comm, q)
+             : MPI_Reduce_scatter(send, recv, counts, c->type->type(), mpi_op(c->op), c->comm);
 }
-static int run_reduce_scatter_block(const call_t *c, void *s, void *r)
+static int run_reduce_scatter_block(const call_t *c, void *s, void *r, MPI_Request *q)
 {
-    return MPI_Reduce_scatter_block(c->in_place ? MPI_IN_PLACE : s, c->in_place ? s : r,
-                                    (int) c->count, c->type->type(), mpi_op(c->op), c->comm);
+    void *send = c->in_place ? MPI_IN_PLACE : s, *recv = c->in_place ? s : r;
+    const int n = (int) c->count;
+    return q ? MPI_Ireduce_scatter_block(send, recv, n, c->type->type(), mpi_op(c->op), c->comm, q)
+             : MPI_Reduce_scatter_block(send, recv, n, c->type->type(), mpi_op(c->op), c->comm);
 }
-static int run_allgather(const call_t *c, void *s, void *r)
+static int run_allgather(const call_t *c, void *s, void *r, MPI_Request *q)
 {
-    return MPI_Allgather(c->in_place ? MPI_IN_PLACE : s, (int) c->count, c->type->type(), r,
-                         (int) c->count, c->type->type(), c->comm);
+    void *send = c->in_place ? MPI_IN_PLACE : s;
+    const int n = (int) c->count;
+    return q ? MPI_Iallgather(send, n, c->type->type(), r, n, c->type->type(), c->comm, q)
+             : MPI_Allgather(send, n, c->type->type(), r, n, c->type->type(), c->comm);
 }
 
 /* The call kinds drawn from. In place, a reduction's input and result are in the send
  * buffer (given as the receive buffer), allgather's input is its block of the receive
- * buffer. The nonblocking forms go here once themis runs them: a run() that starts
- * MPI_Iallreduce (...) and waits for it. */
+ * buffer. The nonblocking forms are started and waited for at once (themis runs them on
+ * a communicator a blocking call has set up; before that libnbc does). */
 static const kind_t kinds[] = {
-    {"allreduce", true, whole, whole, at_zero, run_allreduce},
-    {"reduce_scatter", true, all_counts, my_count, my_rs_offset, run_reduce_scatter},
+    {"allreduce", true, whole, whole, at_zero, run_allreduce, false},
+    {"reduce_scatter", true, all_counts, my_count, my_rs_offset, run_reduce_scatter, false},
     {"reduce_scatter_block", true, all_blocks, block_elems, my_block_offset,
-     run_reduce_scatter_block},
-    {"allgather", false, whole, gathered, at_zero, run_allgather},
+     run_reduce_scatter_block, false},
+    {"allgather", false, whole, gathered, at_zero, run_allgather, false},
+    {"iallreduce", true, whole, whole, at_zero, run_allreduce, true},
+    {"ireduce_scatter", true, all_counts, my_count, my_rs_offset, run_reduce_scatter, true},
+    {"ireduce_scatter_block", true, all_blocks, block_elems, my_block_offset,
+     run_reduce_scatter_block, true},
+    {"iallgather", false, whole, gathered, at_zero, run_allgather, true},
 };
 enum { NKINDS = sizeof kinds / sizeof *kinds };
 
@@ -331,7 +347,9 @@ static void one_call(rng_t *g, MPI_Comm comm, long n, tally_t *t)
     memset(recv + out_n * c.type->size, 0xa5, GUARD);
     void *result = c.in_place && k->reduces ? send : recv;
 
-    const int rc = k->run(&c, send, recv);
+    MPI_Request request = MPI_REQUEST_NULL;
+    int rc = k->run(&c, send, recv, k->nonblocking ? &request : NULL);
+    if (rc == MPI_SUCCESS && k->nonblocking) rc = MPI_Wait(&request, MPI_STATUS_IGNORE);
     long bad = -1;
     for (long i = 0; rc == MPI_SUCCESS && bad < 0 && i < out_n; ++i)
         if (load(c.type, result, i) != expected(k, &c, off + i)) bad = i;
