@@ -124,10 +124,8 @@ PaperRun run_one(const std::string &topo_name, const LatencyModel &model, double
     SimCase c;
     c.topology = policy.planned ? network : pinned(network);
     c.bytes = bytes;
-    if (!policy.planned) {
-        c.chunks = kPaperChunks;
-        c.min_chunk_bytes = 0;
-    }
+    c.chunks = policy.planned ? kAutoChunks : kPaperChunks;
+    if (!policy.planned) c.min_chunk_bytes = 0;
     c.scheduler.policy = policy.policy;
     c.scheduler.load_model = model.load_model;
     c.ordering.intra = policy.intra;

@@ -25,8 +25,8 @@ struct SimCase {
     Collective collective = Collective::AllReduce;
     double bytes = 0;
     // As the component's coll_themis_chunks and coll_themis_min_chunk_bytes (defaults
-    // included): 0 = the planner chooses.
-    int chunks = kAutoChunks;
+    // included): kAutoChunks = the planner chooses.
+    int chunks = kDefaultChunks;
     uint64_t min_chunk_bytes = 262144;
     SchedulerParams scheduler;
     OrderingParams ordering;

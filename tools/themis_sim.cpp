@@ -51,9 +51,10 @@ One run:
                      blocks), All-Gather each rank's output. Suffixes K, M, G, T (or KB, MB,
                      ...) are decimal, KiB, MiB, GiB, TiB binary: 64M, 1G, 100MB, 1.5GiB, 1e8
   --collective C     allreduce (default), reduce_scatter, allgather
-  --chunks N|auto    chunks the collective is split into; auto (default): the planner
-                     chooses the count (up to 128) and, on the paper's switch dimensions,
-                     the algorithm (hd, direct or ring), as the component does
+  --chunks N|auto    chunks the collective is split into, at most (default 128, as the
+                     component's coll_themis_chunks); auto: the planner chooses the count
+                     (up to 128) and, on the paper's switch dimensions, the algorithm (hd,
+                     direct or ring), as the component does with coll_themis_chunks=0
   --min-chunk-bytes B  no chunk smaller than B bytes (default 256KiB, the component's
                      coll_themis_min_chunk_bytes; 0: no floor)
   --policy P         themis (default): Algorithm 1, least-loaded dimension first;

@@ -117,7 +117,7 @@ int mca_coll_themis_init_query(bool enable_progress_threads, bool enable_mpi_thr
     (void) enable_progress_threads;
     (void) enable_mpi_threads;
     mca_coll_themis_component_t *c = &mca_coll_themis_component;
-    check_range("coll_themis_chunks", &c->chunks, 0, 4096, 0);
+    check_range("coll_themis_chunks", &c->chunks, 0, 4096, 128);
     check_range("coll_themis_max_active", &c->max_active, 1, 64, 4);
     check_range("coll_themis_plan_cache_size", &c->plan_cache_size, 1, 4096, 64);
 #if THEMIS_HAVE_CUDA
