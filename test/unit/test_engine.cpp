@@ -802,6 +802,26 @@ TEST(EngineSupportLoopback, MatchesByTagThenInPostingOrder) {
     EXPECT_EQ(w, 1);
 }
 
+TEST(EngineSupportHostMemory, CacheHoldsNoMoreThanTheLargestWorkingSet) {
+    HostMemory mem;
+    // One buffer at a time, each size more than twice the last (never reused for the
+    // next): the cache keeps at most the 15000 bytes the largest call held at once.
+    for (size_t size : {1000, 3000, 7000, 15000}) mem.release(mem.acquire(size), size);
+    EXPECT_EQ(mem.peak_bytes(), 15000u);
+    EXPECT_LE(mem.cached_bytes(), 15000u);
+    // The largest call, run again, still allocates nothing.
+    void *again = mem.acquire(15000);
+    EXPECT_EQ(mem.cached_bytes(), 0u);
+    mem.release(again, 15000);
+    EXPECT_EQ(mem.cached_bytes(), 15000u);
+    // Two buffers at once raise the working set, and the cache may hold both.
+    void *a = mem.acquire(15000), *b = mem.acquire(15000);
+    mem.release(a, 15000);
+    mem.release(b, 15000);
+    EXPECT_EQ(mem.peak_bytes(), 30000u);
+    EXPECT_EQ(mem.cached_bytes(), 30000u);
+}
+
 TEST(EngineSupportHostMemory, ReleasedBuffersAreReusedAndCounted) {
     HostMemory mem;
     void *a = mem.acquire(1000);
