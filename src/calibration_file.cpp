@@ -1,6 +1,8 @@
 // calibration_file: measured rates kept in a file (see calibration_file.h).
 #include "calibration_file.h"
 
+#include "fnv1a.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -23,19 +25,18 @@ const char *const time_format = "%Y-%m-%dT%H:%M:%SZ";
 // device such as /dev/zero never ends).
 const size_t max_file_bytes = 16 << 20;
 
-// 64-bit FNV-1a over whole fields. A local one: topology.cpp and plan_cache.cpp hash
-// binary values inline, and this key must stay stable across builds, so it hashes text.
+// FNV-1a over whole fields. This key must stay stable across builds, so it hashes text,
+// never binary values.
 class FieldHash {
   public:
     void add(const std::string &field) {
-        for (unsigned char c : field) mix(c);
-        mix(0); // a terminator, so that "ab","c" and "a","bc" differ
+        hash_.bytes(field.data(), field.size());
+        hash_.value('\0'); // a terminator, so that "ab","c" and "a","bc" differ
     }
-    uint64_t value() const { return hash_; }
+    uint64_t value() const { return hash_.digest(); }
 
   private:
-    void mix(unsigned char c) { hash_ = (hash_ ^ c) * 1099511628211ull; }
-    uint64_t hash_ = 1469598103934665603ull;
+    Fnv1a hash_;
 };
 
 std::string sizes_text(const Topology &topo) {

@@ -1,36 +1,26 @@
 // plan_cache: LRU cache of compiled plans (see plan_cache.h).
 #include "plan_cache.h"
 
+#include "fnv1a.h"
+
 namespace themis {
 
-namespace {
-
-struct Hasher {
-    uint64_t h = 1469598103934665603ull; // FNV-1a
-    template <typename T> void add(const T &v) {
-        auto *b = reinterpret_cast<const unsigned char *>(&v);
-        for (size_t i = 0; i < sizeof v; ++i) h = (h ^ b[i]) * 1099511628211ull;
-    }
-};
-
-} // namespace
-
 uint64_t PlanCache::hash_of(const Topology &topo, const PlanRequest &req) {
-    Hasher h;
-    h.add(topo.fingerprint());
-    h.add(req.collective);
-    h.add(req.element_size);
-    for (uint64_t c : req.block_counts) h.add(c);
-    for (uint64_t d : req.block_displs) h.add(d);
-    h.add(req.chunks);
-    h.add(req.min_chunk_bytes);
-    h.add(req.scheduler.policy);
-    h.add(req.scheduler.load_model);
-    h.add(req.scheduler.threshold);
-    h.add(req.ordering.intra);
-    h.add(req.ordering.max_active);
-    h.add(req.rank);
-    return h.h;
+    Fnv1a h;
+    h.value(topo.fingerprint());
+    h.value(req.collective);
+    h.value(req.element_size);
+    for (uint64_t c : req.block_counts) h.value(c);
+    for (uint64_t d : req.block_displs) h.value(d);
+    h.value(req.chunks);
+    h.value(req.min_chunk_bytes);
+    h.value(req.scheduler.policy);
+    h.value(req.scheduler.load_model);
+    h.value(req.scheduler.threshold);
+    h.value(req.ordering.intra);
+    h.value(req.ordering.max_active);
+    h.value(req.rank);
+    return h.digest();
 }
 
 bool PlanCache::same(const Entry &e, const Topology &topo, const PlanRequest &req) {

@@ -1,6 +1,8 @@
 // topology: dimensions, rank <-> coordinates, and the user spec parser.
 #include "topology.h"
 
+#include "fnv1a.h"
+
 #include <cctype>
 #include <cmath>
 #include <cstring>
@@ -124,21 +126,16 @@ std::string Topology::to_spec() const {
 }
 
 uint64_t Topology::fingerprint() const {
-    // FNV-1a over the exact bits of every field.
-    uint64_t h = 1469598103934665603ull;
-    auto mix = [&h](const void *p, size_t n) {
-        auto *b = static_cast<const unsigned char *>(p);
-        for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
-    };
+    // The exact bits of every field.
+    Fnv1a h;
     for (const auto &d : dims_) {
-        mix(&d.peers, sizeof d.peers);
-        mix(&d.bandwidth, sizeof d.bandwidth);
-        mix(&d.latency, sizeof d.latency);
-        int a = static_cast<int>(d.algorithm);
-        mix(&a, sizeof a);
-        mix(&d.alternatives, sizeof d.alternatives);
+        h.value(d.peers);
+        h.value(d.bandwidth);
+        h.value(d.latency);
+        h.value(static_cast<int>(d.algorithm));
+        h.value(d.alternatives);
     }
-    return h;
+    return h.digest();
 }
 
 bool Topology::operator==(const Topology &o) const {
