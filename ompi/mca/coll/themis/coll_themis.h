@@ -110,9 +110,6 @@ typedef struct mca_coll_themis_module_t {
      * (Open MPI runs allreduce/allgather on the parent to do that) go to the
      * previous module. */
     bool in_setup;
-    /* True while a call with device buffers runs: a communicator set up by such a call
-     * (on every rank) gets device-direct node dimensions (coll_themis_cuda_ipc.h). */
-    bool device_call;
     struct themis_context *context;
 
     /* Calls per collective, and how many themis ran itself (verbose >= 2 prints them

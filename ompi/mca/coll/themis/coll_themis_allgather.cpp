@@ -113,7 +113,7 @@ int allgather_on_device(const void *sbuf, int scount, ompi_datatype_t *sdtype, v
                         mca_coll_base_module_t *module, int collective, const char *name,
                         const char *unsupported, bool set_up) {
     const size_t elements = static_cast<size_t>(rcount) * ompi_comm_size(comm);
-    return run_device_or_delegate(
+    return run_or_delegate(
         module, comm, collective, name, unsupported,
         [&](Context &ctx) { allgather_device(ctx, sbuf, scount, sdtype, rbuf, rcount, rdtype); },
         [&](mca_coll_themis_module_t *m) {
@@ -126,7 +126,7 @@ int allgather_on_device(const void *sbuf, int scount, ompi_datatype_t *sdtype, v
                 return rc;
             });
         },
-        set_up);
+        set_up ? SetUp::ByDeviceCall : SetUp::Never);
 }
 #endif
 

@@ -92,7 +92,7 @@ void allreduce_device(Context &ctx, const void *sbuf, void *rbuf, int count,
 int allreduce_on_device(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
                         ompi_op_t *op, ompi_communicator_t *comm, mca_coll_base_module_t *module,
                         int collective, const char *name, const char *unsupported, bool set_up) {
-    return run_device_or_delegate(
+    return run_or_delegate(
         module, comm, collective, name, unsupported,
         [&](Context &ctx) { allreduce_device(ctx, sbuf, rbuf, count, dtype, op); },
         [&](mca_coll_themis_module_t *m) {
@@ -105,7 +105,7 @@ int allreduce_on_device(const void *sbuf, void *rbuf, int count, ompi_datatype_t
                 return rc;
             });
         },
-        set_up);
+        set_up ? SetUp::ByDeviceCall : SetUp::Never);
 }
 #endif
 

@@ -277,7 +277,8 @@ void Context::open_trace() {
     say(1, comm_, "stage timings traced to " + path);
 }
 
-std::unique_ptr<Context> Context::create(mca_coll_themis_module_t *m, ompi_communicator_t *comm) {
+std::unique_ptr<Context> Context::create(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
+                                         bool device_buffers) {
     RankLayout layout;
     RankPlacement placement;
     std::string why, note;
@@ -297,11 +298,13 @@ std::unique_ptr<Context> Context::create(mca_coll_themis_module_t *m, ompi_commu
         why = e.what();
     }
     // Whether every rank could run device-direct node dimensions (a CUDA application whose
-    // set-up call carries device buffers: see run_device_or_delegate), agreed in the same
-    // reduction as `ok`.
+    // set-up call carries device buffers: see SetUp in coll_themis_entry.h), agreed in the
+    // same reduction as `ok`.
     bool cuda_here = false;
 #if THEMIS_HAVE_CUDA
-    cuda_here = m->device_call && cuda::ipc_candidate();
+    cuda_here = device_buffers && cuda::ipc_candidate();
+#else
+    (void) device_buffers;
 #endif
     int mine[2] = {ok ? 1 : 0, cuda_here ? 1 : 0}, all[2] = {0, 0};
     if (m->previous_allreduce(mine, all, 2, &ompi_mpi_int.dt, &ompi_mpi_op_min.op, comm,
@@ -464,12 +467,13 @@ bool StartedRun::progress() {
     return true;
 }
 
-Context *context_for(mca_coll_themis_module_t *m, ompi_communicator_t *comm) {
+Context *context_for(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
+                     bool device_buffers) {
     if (m->setup_state == THEMIS_SETUP_PENDING) {
         m->in_setup = true;
         std::unique_ptr<Context> ctx;
         try {
-            ctx = Context::create(m, comm);
+            ctx = Context::create(m, comm, device_buffers);
         } catch (const std::exception &e) {
             say(1, comm, std::string("set-up failed, previous module kept: ") + e.what());
         }

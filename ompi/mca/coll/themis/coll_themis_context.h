@@ -48,7 +48,7 @@ class Context {
     // Collective over `comm`; returns nullptr (and says why at verbose level 1) when
     // themis declines the communicator.
     static std::unique_ptr<Context> create(mca_coll_themis_module_t *module,
-                                           ompi_communicator_t *comm);
+                                           ompi_communicator_t *comm, bool device_buffers);
     ~Context();
     Context(const Context &) = delete;
     Context &operator=(const Context &) = delete;
@@ -113,7 +113,10 @@ class Context {
 };
 
 // The module's context, set up on first use; nullptr when themis declines.
-Context *context_for(mca_coll_themis_module_t *module, ompi_communicator_t *comm);
+// `device_buffers`: the call that may set it up carries device buffers (CUDA builds: a
+// communicator set up by such calls on every rank may run device-direct).
+Context *context_for(mca_coll_themis_module_t *module, ompi_communicator_t *comm,
+                     bool device_buffers);
 
 // Prints a failure inside a themis collective and turns it into an Open MPI error code.
 int report_failure(const char *collective, const std::exception &e);

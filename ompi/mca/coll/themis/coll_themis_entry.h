@@ -67,19 +67,26 @@ class EngineCall : public PendingCall {
     std::unique_ptr<StartedRun> started_;
 };
 
-// The context a call runs on, or nullptr: the previous module runs it. Blocking calls set
-// the communicator up; nonblocking ones use it once set up.
+// Whether a call may set its communicator up, and with what buffers. Blocking calls set
+// it up; nonblocking ones use it once set up. Whether a communicator runs its node
+// dimensions device-direct is decided then, once, by every rank together: only a
+// communicator whose first call carries device buffers everywhere (a GPU application's
+// gradient communicator, say) pays the device-memory path for host buffers later; one
+// set up by host buffers keeps the plain transport.
+enum class SetUp { Never, ByHostCall, ByDeviceCall };
+
+// The context a call runs on, or nullptr: the previous module runs it.
 inline Context *eligible_context(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
-                                 const char *unsupported, bool set_up) {
+                                 const char *unsupported, SetUp set_up) {
     if (unsupported) return nullptr;
-    if (set_up) return context_for(m, comm);
+    if (set_up != SetUp::Never) return context_for(m, comm, set_up == SetUp::ByDeviceCall);
     return m->context ? m->context->context.get() : nullptr;
 }
 
 template <typename Run, typename Previous>
 int run_or_delegate(mca_coll_base_module_t *module, ompi_communicator_t *comm, int collective,
                     const char *name, const char *unsupported, Run run, Previous previous,
-                    bool set_up = true) {
+                    SetUp set_up = SetUp::ByHostCall) {
     auto *m = reinterpret_cast<mca_coll_themis_module_t *>(module);
     if (m->in_setup) return previous(m);
     ++m->calls[collective];
@@ -112,27 +119,10 @@ int start_or_delegate(mca_coll_base_module_t *module, ompi_communicator_t *comm,
             int rc = start_request(std::make_unique<EngineCall>(comm, ctx, prepare(ctx)), request);
             if (rc != OMPI_SUCCESS) throw std::runtime_error("starting the request failed");
         },
-        previous, false);
+        previous, SetUp::Never);
 }
 
 #if THEMIS_HAVE_CUDA
-// run_or_delegate for a call with device buffers. Whether a communicator runs its node
-// dimensions device-direct is decided once, at set-up, by every rank together: only a
-// communicator whose first call carries device buffers everywhere (a GPU application's
-// gradient communicator, say) pays the device-memory path for host buffers later;
-// one set up by host buffers keeps the plain transport.
-template <typename Run, typename Previous>
-int run_device_or_delegate(mca_coll_base_module_t *module, ompi_communicator_t *comm,
-                           int collective, const char *name, const char *unsupported, Run run,
-                           Previous previous, bool set_up) {
-    auto *m = reinterpret_cast<mca_coll_themis_module_t *>(module);
-    m->device_call = true;
-    const int rc =
-        run_or_delegate(module, comm, collective, name, unsupported, run, previous, set_up);
-    m->device_call = false;
-    return rc;
-}
-
 // The previous module for a call with device buffers: `call` runs it on host copies
 // (cuda::HostView); a CUDA failure becomes an MPI error, as inside themis.
 template <typename Call> int previous_through_host(const char *name, Call call) {

@@ -140,7 +140,7 @@ int reduce_scatter_on_device(const void *sbuf, void *rbuf, const std::vector<int
                              const char *unsupported, bool set_up,
                              const std::function<int(mca_coll_themis_module_t *, const void *,
                                                      void *)> &previous) {
-    return run_device_or_delegate(
+    return run_or_delegate(
         module, comm, collective, name, unsupported,
         [&](Context &ctx) { reduce_scatter_device(ctx, sbuf, rbuf, counts, dtype, op); },
         [&](mca_coll_themis_module_t *m) {
@@ -150,7 +150,7 @@ int reduce_scatter_on_device(const void *sbuf, void *rbuf, const std::vector<int
                     [&](const void *s, void *r) { return previous(m, s, r); });
             });
         },
-        set_up);
+        set_up ? SetUp::ByDeviceCall : SetUp::Never);
 }
 #endif
 
