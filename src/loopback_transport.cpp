@@ -78,7 +78,7 @@ Transport::Request LoopbackNetwork::post(bool is_send, int me, int dim, int peer
     Pending *match = opposite.front();
     opposite.pop_front();
     Pending *send = is_send ? p : match, *recv = is_send ? match : p;
-    if (send->bytes != recv->bytes) {
+    if (send->bytes > recv->bytes) { // shorter is fine, as in MPI
         const std::string what = "loopback: message of " + std::to_string(send->bytes) +
                                  " bytes matched a receive of " + std::to_string(recv->bytes);
         opposite.push_front(match); // leave the queue as it was

@@ -30,13 +30,17 @@ Transfer::Transfer(StageContext &ctx, Kind kind, int peer, int lo, int hi, int t
         done_ = true;
         return;
     }
+    const int dim = op.dim;
+    if (!ctx.hooks && count_ <= ctx.transport.max_segments(dim)) {
+        start_vectored(peer, tag);
+        return;
+    }
     // One range, or adjacent ranges in the work buffer itself, move in place; received
     // Reduce-Scatter data always lands in a temporary buffer first.
     const bool direct = (count_ == 1 || (!ctx.hooks && adjacent(ranges_, count_))) &&
                         kind != Kind::ReceiveReduce;
     char *buf = direct ? ctx.at(ranges_[0]) : nullptr;
     if (!direct) temp_ = static_cast<char *>(ctx.memory.acquire(bytes_));
-    const int dim = op.dim;
     if (kind == Kind::Send) {
         if (!direct) { // pack the span into one message
             size_t pos = 0;
@@ -49,6 +53,18 @@ Transfer::Transfer(StageContext &ctx, Kind kind, int peer, int lo, int hi, int t
     } else {
         req_ = ctx.transport.irecv(dim, peer, direct ? buf : temp_, bytes_, tag);
     }
+}
+
+// The transport moves the ranges where they are, and reduces into them: no temporary.
+void Transfer::start_vectored(int peer, int tag) {
+    std::vector<Segment> segments(count_);
+    for (size_t i = 0; i < count_; ++i) segments[i] = {ctx_.at(ranges_[i]), ranges_[i].length};
+    const int dim = ctx_.op.dim;
+    if (kind_ == Kind::Send)
+        req_ = ctx_.transport.isendv(dim, peer, segments.data(), count_, tag);
+    else
+        req_ = ctx_.transport.irecvv(dim, peer, segments.data(), count_, tag,
+                                     kind_ == Kind::ReceiveReduce ? &ctx_.reducer : nullptr);
 }
 
 Transfer::~Transfer() {

@@ -4,8 +4,9 @@
 // A span [lo, hi) of blocks is a slice of PlanOp::ranges. A span of one range, or of
 // ranges adjacent in the work buffer, moves straight from or into it; other spans go
 // through a temporary buffer (packed before sending, unpacked after receiving). Received
-// Reduce-Scatter data always lands in a temporary buffer and is reduced into the work
-// buffer when it arrives.
+// Reduce-Scatter data lands in a temporary buffer and is reduced into the work buffer when
+// it arrives. A transport that takes lists of segments on the op's dimension
+// (Transport::max_segments) gets the ranges as they are, and reduces into them itself.
 #pragma once
 
 #include <memory>
@@ -45,6 +46,7 @@ class Transfer {
     bool done();
 
   private:
+    void start_vectored(int peer, int tag);
     void finish();
 
     StageContext &ctx_;

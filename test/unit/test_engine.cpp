@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "cma_transport.h"
 #include "engine.h"
 #include "host_memory.h"
 #include "loopback_transport.h"
@@ -33,6 +34,7 @@ template <typename T> class SumReducer : public Reducer {
         const T *s = static_cast<const T *>(src);
         for (size_t i = 0; i < bytes / sizeof(T); ++i) d[i] = s[i] + d[i];
     }
+    size_t element_bytes() const override { return sizeof(T); }
 };
 
 class MaxReducer : public Reducer {
@@ -43,6 +45,7 @@ class MaxReducer : public Reducer {
         auto *s = static_cast<const int64_t *>(src);
         for (size_t i = 0; i < bytes / sizeof(int64_t); ++i) d[i] = std::max(d[i], s[i]);
     }
+    size_t element_bytes() const override { return sizeof(int64_t); }
 };
 
 // A Transport that forwards to another and records the (dimension, tag) of every message.
@@ -56,6 +59,16 @@ class RecordingTransport : public Transport {
     Request irecv(int dim, int peer, void *buf, size_t bytes, int tag) override {
         tags.push_back({dim, tag});
         return inner_.irecv(dim, peer, buf, bytes, tag);
+    }
+    size_t max_segments(int dim) const override { return inner_.max_segments(dim); }
+    Request isendv(int dim, int peer, const Segment *segments, size_t count, int tag) override {
+        tags.push_back({dim, tag});
+        return inner_.isendv(dim, peer, segments, count, tag);
+    }
+    Request irecvv(int dim, int peer, const Segment *segments, size_t count, int tag,
+                   Reducer *reducer) override {
+        tags.push_back({dim, tag});
+        return inner_.irecvv(dim, peer, segments, count, tag, reducer);
     }
     bool test(Request req) override { return inner_.test(req); }
     void progress() override { inner_.progress(); }
@@ -77,19 +90,26 @@ struct Config {
     bool rendezvous = true;
     int chunks = 64;
     uint64_t max_active_bytes = 0; // the engine's byte bound per dimension; 0 = none
+    std::vector<bool> cma;         // per dimension: through CmaTransport (all in this process)
 };
 
 std::string describe(const std::string &spec, const Config &c) {
     return spec + " " + policy_name(c.policy) + "(" + load_model_name(c.model) + ")+" +
            intra_policy_name(c.intra) + " K=" + std::to_string(c.k) +
-           (c.rendezvous ? " rendezvous" : " eager") + " chunks=" + std::to_string(c.chunks);
+           (c.rendezvous ? " rendezvous" : " eager") + " chunks=" + std::to_string(c.chunks) +
+           (c.cma.empty() ? "" : " cma");
 }
 
 struct World {
     World(const Topology &t, const Config &c) : topo(t), config(c), net(t, c.rendezvous) {
         for (int r = 0; r < t.size(); ++r) {
             memory.push_back(std::make_unique<HostMemory>());
-            transports.push_back(std::make_unique<RecordingTransport>(net.transport(r)));
+            Transport *base = &net.transport(r);
+            if (!c.cma.empty()) {
+                cma.push_back(std::make_unique<CmaTransport>(*base, c.cma));
+                base = cma.back().get();
+            }
+            transports.push_back(std::make_unique<RecordingTransport>(*base));
             engines.push_back(
                 std::make_unique<Engine>(t, *transports[r], *memory[r], c.k, c.max_active_bytes));
         }
@@ -139,6 +159,7 @@ struct World {
     Config config;
     LoopbackNetwork net;
     std::vector<std::unique_ptr<HostMemory>> memory;
+    std::vector<std::unique_ptr<CmaTransport>> cma;
     std::vector<std::unique_ptr<RecordingTransport>> transports;
     std::vector<std::unique_ptr<Engine>> engines;
     long reordered_chunks = 0; // chunks of the plans made here not in the baseline order
@@ -348,6 +369,34 @@ TEST(EngineSweep, EqualBlocksReduceScatterAndAllGather) {
             ASSERT_TRUE(check_reduce_scatter(w, counts)) << spec << " each " << each;
             ASSERT_TRUE(check_allgather(w, counts)) << spec << " each " << each;
         }
+    }
+}
+
+TEST(EngineCma, CollectivesThroughTheSingleCopyTransportMatchBruteForce) {
+    // Every dimension, or only the first, read straight from the peers' buffers (the
+    // node-local transport, here reading this very process): spans of several ranges move
+    // unpacked, reductions in pieces; inline messages and read ones both occur (chunks 4
+    // and 64 over 1 to 800 KB).
+    for (const char *spec : {"2x4", "3x2", "2x2x2:alg=direct,hd,ring", "8:alg=hd", "5:alg=direct"}) {
+        Topology t = parse_topology(spec);
+        for (bool all_dims : {true, false})
+            for (int chunks : {4, 64})
+                for (bool rendezvous : {true, false}) {
+                    Config c;
+                    c.k = 3;
+                    c.chunks = chunks;
+                    c.rendezvous = rendezvous;
+                    c.cma.assign(size_t(t.num_dims()), all_dims);
+                    c.cma[0] = true;
+                    for (uint64_t count : {uint64_t(1), uint64_t(1000), uint64_t(100003)}) {
+                        const std::string what = describe(spec, c) + (all_dims ? " all" : " dim0") +
+                                                 " count " + std::to_string(count);
+                        World a(t, c), b(t, c), g(t, c);
+                        ASSERT_TRUE(check_allreduce(a, count)) << what;
+                        ASSERT_TRUE(check_reduce_scatter(b, uneven_blocks(count, t.size(), count))) << what;
+                        ASSERT_TRUE(check_allgather(g, uneven_blocks(count, t.size(), count + 1))) << what;
+                    }
+                }
     }
 }
 

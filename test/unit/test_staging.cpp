@@ -39,6 +39,7 @@ class SumReducer : public Reducer {
         for (size_t i = 0; i < bytes / sizeof(int64_t); ++i)
             d[i] = static_cast<int64_t>(static_cast<uint64_t>(s[i]) + static_cast<uint64_t>(d[i]));
     }
+    size_t element_bytes() const override { return sizeof(int64_t); }
 };
 
 // Staging buffers from HostMemory, counted, and filled with garbage when handed out so

@@ -17,6 +17,7 @@ struct Int64Sum : Reducer {
         auto *s = static_cast<const int64_t *>(src);
         for (size_t i = 0; i < bytes / sizeof(int64_t); ++i) d[i] += s[i];
     }
+    size_t element_bytes() const override { return sizeof(int64_t); }
 };
 
 // N ranks, each with its own UCP worker, connected to every other rank.

@@ -76,6 +76,7 @@ class DeviceReducer : public Reducer {
   public:
     DeviceReducer(ompi_op_t *op, ompi_datatype_t *dtype, size_t extent);
     void reduce(void *dst, const void *src, size_t bytes) override;
+    size_t element_bytes() const override { return extent_; }
     bool on_gpu() const { return kernel_ != nullptr; }
 
   private:

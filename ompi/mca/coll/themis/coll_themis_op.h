@@ -27,6 +27,7 @@ class OpReducer : public Reducer {
     void reduce(void *dst, const void *src, size_t bytes) override {
         ompi_op_reduce(op_, const_cast<void *>(src), dst, bytes / extent_, dtype_);
     }
+    size_t element_bytes() const override { return extent_; }
 
   private:
     ompi_op_t *op_;
@@ -38,6 +39,7 @@ class OpReducer : public Reducer {
 class NoReducer : public Reducer {
   public:
     void reduce(void *, const void *, size_t) override {}
+    size_t element_bytes() const override { return 1; }
 };
 
 // Why themis leaves a reduction to the previous module, or nullptr if it runs it:
