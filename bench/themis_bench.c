@@ -9,6 +9,9 @@
  *   themis_baseline  "themis"       + themis_policy=baseline  (fixed hierarchical order)
  *   themis_pml       as themis      + themis_transport=pml    (stages through Open MPI's PML)
  *   themis_ucx       as themis      + themis_transport=ucx    (stages through UCX UCP)
+ *   themis_cma       as themis      + themis_node_transport=cma (node dimensions single-copy)
+ *   themis_nocma     as themis      + themis_node_transport=transport (node dimensions
+ *                                     on the transport, as on the network)
  *   tuned            "^themis"      (coll/tuned wins, as without the component)
  *   han              "han,^themis"  (coll/han; it steps aside when all ranks share a node)
  *
@@ -69,14 +72,17 @@ struct impl_def {
     const char *preference; /* ompi_comm_coll_preference */
     const char *policy;     /* themis_policy, or NULL */
     const char *transport;  /* themis_transport, or NULL (coll_themis_transport) */
+    const char *node;       /* themis_node_transport, or NULL (coll_themis_node_transport) */
 };
 static const struct impl_def known_impls[] = {
-    {"themis", "themis", "themis", NULL},
-    {"themis_baseline", "themis", "baseline", NULL},
-    {"themis_pml", "themis", "themis", "pml"},
-    {"themis_ucx", "themis", "themis", "ucx"},
-    {"tuned", "^themis", NULL, NULL},
-    {"han", "han,^themis", NULL, NULL},
+    {"themis", "themis", "themis", NULL, NULL},
+    {"themis_baseline", "themis", "baseline", NULL, NULL},
+    {"themis_pml", "themis", "themis", "pml", NULL},
+    {"themis_ucx", "themis", "themis", "ucx", NULL},
+    {"themis_cma", "themis", "themis", NULL, "cma"},
+    {"themis_nocma", "themis", "themis", NULL, "transport"},
+    {"tuned", "^themis", NULL, NULL, NULL},
+    {"han", "han,^themis", NULL, NULL, NULL},
 };
 #define N_KNOWN_IMPLS ((int) (sizeof known_impls / sizeof known_impls[0]))
 
@@ -161,6 +167,7 @@ static void usage(void)
         "      --collective C            allreduce | reduce_scatter | reduce_scatter_block |\n"
         "                                allgather | all, or a comma list (allreduce)\n"
         "      --impl LIST               of themis, themis_baseline, themis_pml, themis_ucx,\n"
+        "                                themis_cma, themis_nocma,\n"
         "                                tuned, han (themis,themis_baseline,tuned)\n"
         "      --bw LIST                 per-dimension bandwidth per rank for the ideal bound;\n"
         "                                plain numbers are bytes/s; units B/s KB/s MB/s GB/s\n"
@@ -437,7 +444,7 @@ static void parse_options(int argc, char **argv, struct options *o)
             "reduce_scatter_block, allgather, all", colls);
     if (split_list(impls, ',', MAX_IMPLS, add_impl, o) < 0 || o->n_impls == 0)
         die("--impl: '%s' is not a list of distinct themis, themis_baseline, themis_pml, "
-            "themis_ucx, tuned, han", impls);
+            "themis_ucx, themis_cma, themis_nocma, tuned, han", impls);
     for (int k = 0; o->device && k < o->n_impls; ++k)
         if (strncmp(o->impls[k].def->name, "themis", 6) != 0)
             die("--mem device: %s cannot take device buffers (Open MPI 4.1's own components are "
@@ -736,7 +743,7 @@ static const char *themis_cvars[] = {"coll_themis_priority",   "coll_themis_dims
                                      "coll_themis_load_model", "coll_themis_threshold",
                                      "coll_themis_transport", "coll_themis_single_dim",
                                      "coll_themis_pml_message_bytes",
-                                     "coll_themis_max_active_bytes"};
+                                     "coll_themis_max_active_bytes", "coll_themis_node_transport"};
 #define N_THEMIS_CVARS ((int) (sizeof themis_cvars / sizeof themis_cvars[0]))
 static char themis_cvar_values[N_THEMIS_CVARS][128];
 static int themis_loaded;
@@ -1293,6 +1300,8 @@ int main(int argc, char **argv)
         if (o.impls[k].def->policy) MPI_Info_set(info, "themis_policy", o.impls[k].def->policy);
         if (o.impls[k].def->transport)
             MPI_Info_set(info, "themis_transport", o.impls[k].def->transport);
+        if (o.impls[k].def->node)
+            MPI_Info_set(info, "themis_node_transport", o.impls[k].def->node);
         MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &o.impls[k].comm);
         MPI_Info_free(&info);
         char name[64];

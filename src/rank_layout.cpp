@@ -324,4 +324,19 @@ RankLayout make_rank_layout(const std::string &dims, const RankPlacement &placem
     return from_positions(topo, identity, names);
 }
 
+std::vector<bool> node_local_dimensions(const RankLayout &layout, const std::vector<int> &node_of) {
+    const Topology &topo = layout.topology;
+    std::vector<bool> node(size_t(topo.num_dims()), false);
+    for (int d = 0; d < topo.num_dims(); ++d) {
+        if (topo.dim(d).peers < 2) continue;
+        bool all = true;
+        for (int p = 0; all && p < topo.size(); ++p)
+            for (int c = 0; all && c < topo.dim(d).peers; ++c)
+                all = node_of[size_t(layout.rank_at[size_t(topo.with_coord(p, d, c))])] ==
+                      node_of[size_t(layout.rank_at[size_t(p)])];
+        node[size_t(d)] = all;
+    }
+    return node;
+}
+
 } // namespace themis

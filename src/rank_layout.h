@@ -71,4 +71,8 @@ struct RankPlacement {
 RankLayout make_rank_layout(const std::string &dims, const RankPlacement &placement,
                             const HostGrid *grid = nullptr, bool split_packages = true);
 
+// Per dimension of `layout`, whether it has peers and each of its groups sits on one node
+// (node_of: per communicator rank, as in RankPlacement).
+std::vector<bool> node_local_dimensions(const RankLayout &layout, const std::vector<int> &node_of);
+
 } // namespace themis

@@ -20,6 +20,8 @@
 #   --min-bytes B          coll_themis_min_bytes (default 1024); also given to the program
 #   --min-chunk-bytes B    coll_themis_min_chunk_bytes (default 64, so small messages are
 #                          still cut into chunks)
+#   (coll_themis_node_transport defaults to cma here: the single-copy transport on every
+#   node-local dimension; --mca coll_themis_node_transport transport|auto for the others)
 #   --verbose V            coll_themis_verbose (default 2)
 #   --mca NAME VALUE       any other MCA parameter (repeatable; overrides the above)
 #   --collectives LIST     collectives the program runs and the stats checks require
@@ -49,8 +51,11 @@ source "$(dirname "${BASH_SOURCE[0]}")/mpi_env.sh"
 
 NAME=mpi_check NP=4 TIMEOUT=${THEMIS_MPI_TIMEOUT:-240}
 COLLS=allreduce,reduce_scatter,reduce_scatter_block,allgather
+# coll_themis_node_transport cma: every node-local dimension of the matrix runs the
+# single-copy transport (tests give `transport` or `auto` to run the others).
 declare -A MCA=([coll_themis_dims]=auto [coll_themis_chunks]=8 [coll_themis_min_bytes]=1024
-                [coll_themis_min_chunk_bytes]=64 [coll_themis_verbose]=2)
+                [coll_themis_min_chunk_bytes]=64 [coll_themis_verbose]=2
+                [coll_themis_node_transport]=cma)
 EXPECT_THEMIS=() EXPECT_DECLINED=() EXPECT_ABSENT=() EXPECT_POLICY=() EXPECT_OUTPUT=()
 EXPECT_NO_STATS=0 EXPECT_FAILURE='' PROG_ARGS=() COLLS_GIVEN=0 REQUIRE=
 

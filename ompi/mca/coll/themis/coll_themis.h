@@ -23,6 +23,8 @@ enum { THEMIS_POLICY_BASELINE = 0, THEMIS_POLICY_THEMIS = 1 };
 enum { THEMIS_INTRA_FIFO = 0, THEMIS_INTRA_SCF = 1 };
 enum { THEMIS_LOAD_REFERENCE = 0, THEMIS_LOAD_LATENCY = 1 };
 enum { THEMIS_TRANSPORT_AUTO = 0, THEMIS_TRANSPORT_PML = 1, THEMIS_TRANSPORT_UCX = 2 };
+/* coll_themis_node_transport: node-local dimensions by single copy (cma) or the transport. */
+enum { THEMIS_NODE_AUTO = 0, THEMIS_NODE_CMA = 1, THEMIS_NODE_TRANSPORT = 2 };
 /* coll_themis_cuda: how device buffers move (only registered when built with CUDA). */
 enum { THEMIS_CUDA_AUTO = 0, THEMIS_CUDA_STAGED = 1, THEMIS_CUDA_OFF = 2 };
 /* coll_themis_cuda_ipc: the device-direct node dimension. */
@@ -62,6 +64,7 @@ typedef struct mca_coll_themis_component_t {
     int plan_cache_size;
     int transport;
     size_t pml_message_bytes; /* largest message of the pml transport; 0: auto */
+    int node_transport;       /* THEMIS_NODE_* */
     bool single_dim;
     char *trace;          /* path prefix of the stage-timing CSVs; empty: none */
     double calibration_seconds; /* time budget of measuring a layout's rates; 0: never */

@@ -17,16 +17,6 @@ namespace {
 
 const mca_coll_themis_component_t &params() { return mca_coll_themis_component; }
 
-// Replaces `values` by their element-wise maximum over the ranks of `comm`.
-void agree_max(mca_coll_themis_module_t *m, ompi_communicator_t *comm, std::vector<double> &values) {
-    std::vector<double> all(values.size());
-    int rc = m->previous_allreduce(values.data(), all.data(), int(values.size()),
-                                   &ompi_mpi_double.dt, &ompi_mpi_op_max.op, comm,
-                                   m->previous_allreduce_module);
-    if (rc != OMPI_SUCCESS) throw std::runtime_error("agreeing on calibration values failed");
-    values = all;
-}
-
 // True on every rank when every rank holds the same `values`.
 bool all_hold(mca_coll_themis_module_t *m, ompi_communicator_t *comm, std::vector<double> values) {
     const size_t n = values.size();
@@ -52,19 +42,6 @@ std::vector<DimensionRates> remembered_rates(const std::string &key) {
 void remember_rates(const std::string &key, const std::vector<DimensionRates> &rates) {
     std::lock_guard<std::mutex> hold(layouts_lock);
     calibrated_layouts[key] = rates;
-}
-
-std::string process_key(ompi_communicator_t *comm, const RankLayout &layout,
-                        const std::string &transport_name) {
-    std::ostringstream key;
-    key << transport_name;
-    for (const Dimension &d : layout.topology.dims())
-        key << ' ' << d.peers << algorithm_name(d.algorithm);
-    for (int rank : layout.rank_at) {
-        const ompi_proc_t *proc = ompi_comm_peer_lookup(comm, rank);
-        key << ' ' << proc->super.proc_name.jobid << ':' << proc->super.proc_name.vpid;
-    }
-    return key.str();
 }
 
 // The dimensions whose rates are worth measuring: those with peers, when two or more of
@@ -134,6 +111,28 @@ void store_in_file(ompi_communicator_t *comm, const Topology &measured, const st
 }
 
 } // namespace
+
+std::string process_key(ompi_communicator_t *comm, const RankLayout &layout,
+                        const std::string &transport_name) {
+    std::ostringstream key;
+    key << transport_name;
+    for (const Dimension &d : layout.topology.dims())
+        key << ' ' << d.peers << algorithm_name(d.algorithm);
+    for (int rank : layout.rank_at) {
+        const ompi_proc_t *proc = ompi_comm_peer_lookup(comm, rank);
+        key << ' ' << proc->super.proc_name.jobid << ':' << proc->super.proc_name.vpid;
+    }
+    return key.str();
+}
+
+void agree_max(mca_coll_themis_module_t *m, ompi_communicator_t *comm, std::vector<double> &values) {
+    std::vector<double> all(values.size());
+    int rc = m->previous_allreduce(values.data(), all.data(), int(values.size()),
+                                   &ompi_mpi_double.dt, &ompi_mpi_op_max.op, comm,
+                                   m->previous_allreduce_module);
+    if (rc != OMPI_SUCCESS) throw std::runtime_error("agreeing on measured values failed");
+    values = all;
+}
 
 CalibratedTopology calibrated_topology(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
                                        const RankLayout &layout, int position,

@@ -42,6 +42,15 @@ CalibratedTopology calibrated_topology(mca_coll_themis_module_t *m, ompi_communi
                                        const std::string &transport_name,
                                        const std::vector<std::string> &host_at_position);
 
+// The processes at each position of `layout` (and the dimensions' shapes) with
+// `transport_name`: what a measurement made in this process stays valid for.
+std::string process_key(ompi_communicator_t *comm, const RankLayout &layout,
+                        const std::string &transport_name);
+
+// Collective over `comm`: replaces `values` by their element-wise maximum over the ranks
+// (the previous module's All-Reduce).
+void agree_max(mca_coll_themis_module_t *m, ompi_communicator_t *comm, std::vector<double> &values);
+
 // "2x4:bw=...:lat=...:alg=... (bw measured,measured; lat measured,measured)": the
 // dimensions with every number and where it came from, for the verbose log.
 std::string describe_rates(const CalibratedTopology &t);

@@ -48,6 +48,7 @@ mca_coll_themis_component_t mca_coll_themis_component = {
     .calibration_seconds = 0.5,
     .split_packages = true,
     .transport = THEMIS_TRANSPORT_PML, /* measured faster here, see bench/RESULTS.md */
+    .node_transport = THEMIS_NODE_AUTO,
     .pml_message_bytes = 0,
     .cuda = THEMIS_CUDA_AUTO,
     .staging_bytes = 128 * 1024 * 1024,
@@ -63,6 +64,10 @@ static const mca_base_var_enum_value_t transport_values[] = {{THEMIS_TRANSPORT_A
                                                             {THEMIS_TRANSPORT_PML, "pml"},
                                                             {THEMIS_TRANSPORT_UCX, "ucx"},
                                                             {0, NULL}};
+static const mca_base_var_enum_value_t node_transport_values[] = {{THEMIS_NODE_AUTO, "auto"},
+                                                                 {THEMIS_NODE_CMA, "cma"},
+                                                                 {THEMIS_NODE_TRANSPORT, "transport"},
+                                                                 {0, NULL}};
 #if THEMIS_HAVE_CUDA
 static const mca_base_var_enum_value_t cuda_values[] = {{THEMIS_CUDA_AUTO, "auto"},
                                                        {THEMIS_CUDA_STAGED, "staged"},
@@ -160,6 +165,13 @@ static int themis_register(void)
                   "How the per-dimension stages move data (valid: auto = UCX when it starts, "
                   "else the PML; pml = Open MPI's point-to-point layer; ucx = UCX UCP directly)",
                   transport_values, OPAL_INFO_LVL_4, &c->transport);
+    register_enum("node_transport",
+                  "How dimensions whose peers share a node move data (valid: auto = per "
+                  "dimension the faster of cma and transport, measured at set-up; cma = single "
+                  "copy: ranks read their peers' buffers with process_vm_readv, where every rank "
+                  "can; transport = coll_themis_transport's, as on the network); MPI_Info key "
+                  "themis_node_transport overrides it per communicator",
+                  node_transport_values, OPAL_INFO_LVL_4, &c->node_transport);
     register_var("pml_message_bytes",
                  "Largest message the pml transport sends; larger ones go as several parts "
                  "(valid: 0 = auto: just under the eager limit on dimensions whose peers ob1 "

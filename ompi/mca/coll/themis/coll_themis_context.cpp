@@ -15,6 +15,7 @@
 #include "opal/util/output.h"
 #include "opal/util/show_help.h"
 #include "coll_themis_calibrate.h"
+#include "coll_themis_node_transport.h"
 #include "coll_themis_cuda.h"
 #include "coll_themis_cuda_ipc.h"
 #include "node_packages.h"
@@ -130,6 +131,7 @@ Context::Context(ompi_communicator_t *comm, RankLayout layout)
 Context::~Context() {
     engine_.reset();
     device_transport_.reset();
+    node_transport_.reset();
     transport_.reset();
     if (private_comm_) ompi_comm_free(&private_comm_);
 }
@@ -196,11 +198,13 @@ void Context::connect(mca_coll_themis_module_t *m) {
 std::string Context::calibrate(mca_coll_themis_module_t *m, const std::vector<std::string> &host_of) {
     std::vector<std::string> host_at_position;
     for (int rank : layout_.rank_at) host_at_position.push_back(host_of[rank]);
-    // In device-direct mode the engine runs on the device transport with device buffers:
-    // the rates are measured the same way, so the scheduler sees the IPC dimension's rate.
-    Transport &engine_transport = device_transport_ ? *device_transport_ : *transport_;
+    // The rates are measured on what the engine runs on: in device-direct mode with device
+    // buffers, so the scheduler sees the IPC dimension's rate; else the single-copy node
+    // dimensions where they run so.
+    Transport &engine_transport = this->engine_transport();
     Memory *buffers = nullptr;
     std::string over = transport_name();
+    if (node_transport_) over = "cma+" + over;
 #if THEMIS_HAVE_CUDA
     if (device_transport_) {
         buffers = &cuda::device_memory();
@@ -339,6 +343,7 @@ std::unique_ptr<Context> Context::create(mca_coll_themis_module_t *m, ompi_commu
         return nullptr;
     }
     ctx->setup_device_direct(m, placement.node_of, all_cuda);
+    if (!ctx->device_direct()) ctx->setup_node_transport(m, placement.node_of);
     // Every rank has a transport now: the rates are measured over it.
     say(1, comm, "selected; dimensions " + ctx->calibrate(m, placement.host_of));
     ctx->open_trace();
@@ -349,7 +354,7 @@ void Context::setup_device_direct(mca_coll_themis_module_t *m, const std::vector
                                   bool all_cuda) {
 #if THEMIS_HAVE_CUDA
     if (!all_cuda) return; // not a CUDA application everywhere: staged as before
-    std::vector<bool> node_dims = cuda::node_dimensions(layout_, node_of);
+    std::vector<bool> node_dims = node_local_dimensions(layout_, node_of);
     if (std::find(node_dims.begin(), node_dims.end(), true) == node_dims.end()) return;
     std::string why;
     // Every rank reaches this point (all_cuda and the layout are agreed): collective.
@@ -361,12 +366,7 @@ void Context::setup_device_direct(mca_coll_themis_module_t *m, const std::vector
         shown = true;
         return;
     }
-    bool moves_device = false;
-    if (std::strcmp(transport_name(), "ucx") == 0) {
-        std::string ignored;
-        UcxWorker *worker = process_ucx_worker(ignored);
-        moves_device = worker && worker->supports_cuda();
-    }
+    const bool moves_device = transport_moves_device();
     std::string failure;
     try {
         device_transport_ = cuda::make_ipc_transport(*transport_, node_dims, moves_device);
@@ -390,6 +390,42 @@ void Context::setup_device_direct(mca_coll_themis_module_t *m, const std::vector
     (void) node_of;
     (void) all_cuda;
 #endif
+}
+
+bool Context::transport_moves_device() const {
+    if (std::strcmp(transport_name(), "ucx") != 0) return false;
+    std::string ignored;
+    UcxWorker *worker = process_ucx_worker(ignored);
+    return worker && worker->supports_cuda();
+}
+
+Transport &Context::engine_transport() {
+    if (device_transport_) return *device_transport_;
+    return node_transport_ ? *node_transport_ : *transport_;
+}
+
+void Context::setup_node_transport(mca_coll_themis_module_t *m, const std::vector<int> &node_of) {
+    std::string note, failure;
+    try {
+        const std::string key = info("themis_node_transport");
+        const int choice = key == "auto" ? THEMIS_NODE_AUTO
+                           : key == "cma" ? THEMIS_NODE_CMA
+                           : key == "transport" ? THEMIS_NODE_TRANSPORT
+                                                : params().node_transport;
+        const NodeTransportSetup setup{choice, layout_, position_, node_of, *transport_,
+                                       transport_name(), transport_moves_device(),
+                                       request(Collective::AllReduce, sizeof(float),
+                                               {(4u << 20) / sizeof(float)})};
+        node_transport_ = node_transport(m, comm_, setup, note);
+    } catch (const std::exception &e) {
+        failure = e.what();
+    }
+    if (!all_agree(m, comm_, failure.empty())) { // every rank in the same mode
+        node_transport_.reset();
+        note = "node dimensions on the transport: single-copy set-up failed " +
+               (failure.empty() ? std::string("on another rank") : "here: " + failure);
+    }
+    if (!note.empty()) say(1, comm_, note);
 }
 
 Policy Context::policy() const {
@@ -452,7 +488,7 @@ std::unique_ptr<StartedRun> Context::start(const PlanRequest &req, char *work, R
 
 void Context::run(const PlanRequest &req, char *work, Reducer &reducer, const RunOptions &options) {
     std::unique_ptr<StartedRun> started = start(req, work, reducer, options);
-    while (!started->progress()) transport_->progress();
+    while (!started->progress()) engine_transport().progress();
 }
 
 void Context::write_trace(const StartedRun &run) {

@@ -98,6 +98,13 @@ class Context {
     // Collective: sets up device-direct mode where every rank can (CUDA builds); says why not.
     void setup_device_direct(mca_coll_themis_module_t *m, const std::vector<int> &node_of,
                              bool all_cuda);
+    // Collective: node-local dimensions by single copy where coll_themis_node_transport and
+    // the measurements choose it (coll_themis_node_transport.h); says what and why.
+    void setup_node_transport(mca_coll_themis_module_t *m, const std::vector<int> &node_of);
+    // Whether the transport is handed device pointers (UCX with CUDA).
+    bool transport_moves_device() const;
+    // What the engine runs on: a wrapper of transport_, or transport_ itself.
+    Transport &engine_transport();
 
     ompi_communicator_t *comm_;
     ompi_communicator_t *private_comm_ = nullptr; // the PML transport's traffic runs here
@@ -105,6 +112,7 @@ class Context {
     int position_;
     std::unique_ptr<Transport> transport_;
     std::unique_ptr<Transport> device_transport_; // device-direct mode: wraps transport_
+    std::unique_ptr<Transport> node_transport_;   // single-copy node dimensions: wraps transport_
     HostMemory memory_;
     std::unique_ptr<Engine> engine_;
     PlanCache cache_;

@@ -50,9 +50,6 @@ namespace cuda {
 // (the application has initialised CUDA). Never throws.
 bool ipc_candidate();
 
-// Per dimension of `layout`, whether each of its groups sits on one node.
-std::vector<bool> node_dimensions(const RankLayout &layout, const std::vector<int> &node_of);
-
 // Collective over `comm` (the previous module's collectives): every rank exports a small
 // device buffer, reads its peers' on the node dimensions through their handles, and all
 // agree. False (with `why`) on every rank when any rank cannot.

@@ -177,6 +177,17 @@ static char *transport_info_callback(opal_infosubscriber_t *object, char *key, c
     return NULL;
 }
 
+/* The same for the themis_node_transport key. */
+static char *node_transport_info_callback(opal_infosubscriber_t *object, char *key, char *value)
+{
+    (void) object;
+    (void) key;
+    if (value && 0 == strcmp(value, "auto")) return "auto";
+    if (value && 0 == strcmp(value, "cma")) return "cma";
+    if (value && 0 == strcmp(value, "transport")) return "transport";
+    return NULL;
+}
+
 static int themis_module_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm)
 {
     mca_coll_themis_module_t *m = (mca_coll_themis_module_t *) module;
@@ -209,6 +220,8 @@ static int themis_module_enable(mca_coll_base_module_t *module, struct ompi_comm
     m->comm = comm;
     opal_infosubscribe_subscribe(&comm->super, "themis_policy", "", policy_info_callback);
     opal_infosubscribe_subscribe(&comm->super, "themis_transport", "", transport_info_callback);
+    opal_infosubscribe_subscribe(&comm->super, "themis_node_transport", "",
+                                 node_transport_info_callback);
     return OMPI_SUCCESS;
 }
 
