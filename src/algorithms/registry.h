@@ -34,7 +34,7 @@ struct AlgorithmInfo {
     std::string name;                 // canonical: specs, to_spec, calibration keys, output
     std::string long_name;            // spelled out in messages ("hd (halving-doubling)"), or ""
     std::vector<std::string> aliases; // other spellings the spec accepts (lower case)
-    int (*steps)(int peers);          // latency-bound steps of one stage (the cost model's)
+    int (*steps)(int peers);          // latency-bound steps of one stage (0 on one peer)
     bool (*accepts)(int peers);       // whether it runs on a dimension of `peers`
     std::string needs;                // what accepts() asks for, in messages ("" when any)
     StepPeers (*step_peers)(int me, int peers);
