@@ -37,16 +37,7 @@ struct PendingDimension {
 } // namespace
 
 ExchangePeers exchange_peers(const Dimension &dim, int me) {
-    const int n = dim.peers;
-    switch (dim.algorithm) {
-    case Algorithm::Ring: return {{(me + 1) % n}, {(me + n - 1) % n}};
-    case Algorithm::HalvingDoubling: return {{me ^ 1}, {me ^ 1}};
-    case Algorithm::Direct: break;
-    }
-    ExchangePeers all;
-    for (int c = 0; c < n; ++c)
-        if (c != me) all.to.push_back(c), all.from.push_back(c);
-    return all;
+    return algorithm_info(dim.algorithm).step_peers(me, dim.peers);
 }
 
 CalibrationExchange::CalibrationExchange(const Topology &topo, int position, Transport &transport,

@@ -12,12 +12,13 @@
 //            dimensions keep their rates alone, the less noisy measurement.
 //   pattern  one exchange: every rank sends B bytes on each dimension of the phase, and
 //            receives as much, with the peers the dimension's algorithm talks to in one
-//            step: its ring neighbours (ring), its partner (hd: partners differ in the
-//            lowest bit, any step moves data alike), or every peer at once (direct), B
-//            split evenly over them. A pattern the algorithm never makes could measure
-//            what the collectives never meet: every peer at once on a hd dimension of the
-//            emulated network overflows the receivers' shapers (incast), TCP waits out its
-//            200 ms retransmission timeout and the rate reads at half.
+//            step (its row in algorithms/registry.cpp): its ring neighbours (ring), its
+//            partner (hd: partners differ in the lowest bit, any step moves data alike), or
+//            every peer at once (direct), B split evenly over them. A pattern the
+//            algorithm never makes could measure what the collectives never meet: every
+//            peer at once on a hd dimension of the emulated network overflows the
+//            receivers' shapers (incast), TCP waits out its 200 ms retransmission timeout
+//            and the rate reads at half.
 //   sizes    B starts at min_bytes and grows until an exchange takes about its share of the
 //            time budget (or reaches max_bytes); then `repetitions` exchanges of B and of
 //            latency_bytes. The first exchanges drain a shaper's burst allowance and open
@@ -81,10 +82,8 @@ struct CalibrationResult {
 using AgreeMax = std::function<void(std::vector<double> &)>;
 
 // The peers a rank at coordinate `me` of `dim` sends to and receives from in one exchange
-// (see the pattern above).
-struct ExchangePeers {
-    std::vector<int> to, from;
-};
+// (see the pattern above): those of one step of its algorithm (algorithms/registry.h).
+using ExchangePeers = StepPeers;
 ExchangePeers exchange_peers(const Dimension &dim, int me);
 
 // One exchange on a set of dimensions (see the pattern above), over a Transport.

@@ -20,16 +20,7 @@ double stage_bytes_sent(const Dimension &dim, Phase phase, double input_bytes) {
 
 int stage_steps(const Dimension &dim) {
     if (dim.peers <= 1) return 0;
-    switch (dim.algorithm) {
-    case Algorithm::Ring: return dim.peers - 1;
-    case Algorithm::Direct: return 1;
-    case Algorithm::HalvingDoubling: {
-        int steps = 0;
-        for (int n = dim.peers; n > 1; n >>= 1) ++steps;
-        return steps;
-    }
-    }
-    return dim.peers - 1;
+    return algorithm_info(dim.algorithm).steps(dim.peers);
 }
 
 double stage_latency(const Dimension &dim) { return stage_steps(dim) * dim.latency; }

@@ -2,10 +2,8 @@
 //
 // A stage on dimension d with n peers moves, per rank, (n-1)/n of its larger side
 // (the RS input, the AG output), whatever the algorithm; the algorithms differ in
-// how many latency-bound steps they take:
-//   ring              n-1 steps
-//   halving-doubling  log2(n) steps (power-of-two n)
-//   direct            1 step (every peer at once)
+// how many latency-bound steps they take (their rows in algorithms/registry.cpp), e.g.
+// ring n-1, halving-doubling log2(n), direct 1 (every peer at once).
 #pragma once
 
 #include "topology.h"

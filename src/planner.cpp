@@ -60,7 +60,8 @@ bool search_algorithms(const PlanRequest &req, Best &best) {
     const int chunks = best.chunks;
     for (int d = 0; d < best.prediction.topology.num_dims(); ++d) {
         const Dimension own = best.prediction.topology.dim(d);
-        for (Algorithm a : {Algorithm::Ring, Algorithm::HalvingDoubling, Algorithm::Direct}) {
+        for (const AlgorithmInfo &row : algorithms()) {
+            const Algorithm a = row.id;
             if (a == own.algorithm || !may_run(own, a)) continue;
             Topology t = with_algorithm(best.prediction.topology, d, a);
             // The algorithms move the same bytes and differ only in their steps: one with

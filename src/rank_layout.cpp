@@ -177,7 +177,10 @@ std::vector<Level> arrange_network(const std::vector<std::vector<int>> &nodes,
 }
 
 // Between nodes: halving-doubling where it applies (fewer steps), ring elsewhere.
-const char *network_algorithm(int peers) { return (peers & (peers - 1)) == 0 ? "hd" : "ring"; }
+const char *network_algorithm(int peers) {
+    const Algorithm hd = Algorithm::HalvingDoubling;
+    return algorithm_name(algorithm_info(hd).accepts(peers) ? hd : Algorithm::Ring);
+}
 
 // Within a node: one exchange with every peer at once. On shared memory each dependent
 // step costs a synchronisation of ranks that share cores, and direct has a single one
@@ -185,7 +188,8 @@ const char *network_algorithm(int peers) { return (peers & (peers - 1)) == 0 ? "
 // ring and hd 10-55 % behind). Wider nodes were not measured; they keep the step-count
 // rule, since direct posts peers - 1 messages per stage.
 const char *node_algorithm(int peers) {
-    return peers <= kMaxDirectNodePeers ? "direct" : network_algorithm(peers);
+    return peers <= kMaxDirectNodePeers ? algorithm_name(Algorithm::Direct)
+                                        : network_algorithm(peers);
 }
 
 std::string default_algorithms(const std::vector<Level> &levels) {

@@ -110,13 +110,4 @@ bool StageAlgorithm::all_done(std::vector<std::unique_ptr<Transfer>> &transfers)
     return all;
 }
 
-std::unique_ptr<StageAlgorithm> make_stage_algorithm(Algorithm algorithm, StageContext ctx) {
-    switch (algorithm) {
-    case Algorithm::HalvingDoubling: return make_halving_doubling(ctx);
-    case Algorithm::Direct: return make_direct(ctx);
-    case Algorithm::Ring: break;
-    }
-    return make_ring(ctx);
-}
-
 } // namespace themis

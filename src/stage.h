@@ -79,11 +79,6 @@ class StageAlgorithm {
     StageContext ctx_;
 };
 
-// Creates the algorithm the dimension asks for.
-std::unique_ptr<StageAlgorithm> make_stage_algorithm(Algorithm algorithm, StageContext ctx);
-
-std::unique_ptr<StageAlgorithm> make_ring(StageContext ctx);
-std::unique_ptr<StageAlgorithm> make_halving_doubling(StageContext ctx);
-std::unique_ptr<StageAlgorithm> make_direct(StageContext ctx);
+// The algorithms and their factory: algorithms/registry.h.
 
 } // namespace themis

@@ -10,15 +10,6 @@
 
 namespace themis {
 
-const char *algorithm_name(Algorithm a) {
-    switch (a) {
-    case Algorithm::Ring: return "ring";
-    case Algorithm::HalvingDoubling: return "hd";
-    case Algorithm::Direct: return "direct";
-    }
-    return "?";
-}
-
 Topology::Topology(std::vector<Dimension> dims) : dims_(std::move(dims)) {
     stride_.resize(dims_.size());
     size_ = 1;
@@ -264,12 +255,8 @@ double parse_latency(const std::string &text) {
 }
 
 Algorithm parse_algorithm(const std::string &text) {
-    std::string t = lower(trim(text));
-    if (t == "ring") return Algorithm::Ring;
-    if (t == "hd" || t == "halving-doubling" || t == "rhd") return Algorithm::HalvingDoubling;
-    if (t == "direct" || t == "fc") return Algorithm::Direct;
-    throw SpecError("algorithm: expected ring, hd (halving-doubling) or direct, got \"" + text +
-                    "\"");
+    if (std::optional<Algorithm> a = find_algorithm(lower(trim(text)))) return *a;
+    throw SpecError("algorithm: expected " + algorithm_choices() + ", got \"" + text + "\"");
 }
 
 std::string control_byte_in(const std::string &text) {
@@ -332,18 +319,18 @@ Topology parse_topology(const std::string &spec) {
         }
     }
     for (int d = 0; d < nd; ++d) {
-        int n = dims[d].peers;
-        if (dims[d].algorithm == Algorithm::HalvingDoubling && (n & (n - 1)) != 0)
-            throw SpecError("dimension " + std::to_string(d) +
-                            " algorithm: hd (halving-doubling) needs a power-of-two number of "
-                            "peers, got " + std::to_string(n));
+        const int n = dims[d].peers;
+        const AlgorithmInfo &alg = algorithm_info(dims[d].algorithm);
+        if (!alg.accepts(n))
+            throw SpecError("dimension " + std::to_string(d) + " algorithm: " +
+                            algorithm_label(alg.id) + " needs " + alg.needs + ", got " +
+                            std::to_string(n));
     }
     return Topology(dims);
 }
 
 bool may_run(const Dimension &dim, Algorithm a) {
-    const bool power_of_two = (dim.peers & (dim.peers - 1)) == 0;
-    if (a == Algorithm::HalvingDoubling && !power_of_two) return false;
+    if (!algorithm_info(a).accepts(dim.peers)) return false;
     return a == dim.algorithm || (dim.alternatives >> int(a) & 1u) != 0;
 }
 

@@ -18,12 +18,9 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/registry.h"
+
 namespace themis {
-
-// How one Reduce-Scatter or All-Gather stage runs on a dimension.
-enum class Algorithm { Ring, HalvingDoubling, Direct };
-
-const char *algorithm_name(Algorithm a);
 
 struct Dimension {
     int peers = 1;
@@ -35,8 +32,8 @@ struct Dimension {
     unsigned alternatives = 0;
 };
 
-// Whether the planner may run `a` on the dimension: its own algorithm or an alternative
-// (halving-doubling only on a power-of-two number of peers).
+// Whether the planner may run `a` on the dimension: its own algorithm or an alternative,
+// where the algorithm accepts the dimension's number of peers.
 bool may_run(const Dimension &dim, Algorithm a);
 
 // A malformed spec: what() names the field and says what was expected.
@@ -92,6 +89,7 @@ std::string control_byte_in(const std::string &text);
 double parse_bandwidth(const std::string &text);
 // Latency: ns, us, ms, s; no unit means microseconds. Result in seconds.
 double parse_latency(const std::string &text);
+// A name or alias of a row of algorithms/registry.
 Algorithm parse_algorithm(const std::string &text);
 
 // The six topologies of the Themis paper's Table 2, by name (e.g. "3D-SW_SW_SW_homo"),

@@ -16,8 +16,7 @@ using themis_test::dim;
 
 namespace {
 
-constexpr unsigned kAll = 1u << int(Algorithm::Ring) | 1u << int(Algorithm::HalvingDoubling) |
-                          1u << int(Algorithm::Direct);
+const unsigned kAll = themis_test::every_algorithm();
 
 PlanRequest allreduce(uint64_t bytes, int chunks, int k = 1) {
     PlanRequest req;

@@ -23,23 +23,28 @@ inline themis::Dimension dim(int peers, double bandwidth, double latency = 0,
     return d;
 }
 
-inline bool is_power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
+// Every algorithm of the registry, one bit (1 << Algorithm) each, as Dimension::alternatives.
+inline unsigned every_algorithm() {
+    unsigned all = 0;
+    for (const themis::AlgorithmInfo &row : themis::algorithms()) all |= 1u << int(row.id);
+    return all;
+}
 
 // A random topology of 1..max_dims dimensions with 1..max_peers peers each, random
-// bandwidths (1..100 GB/s), latencies (0..10 us) and an algorithm valid for the peer count.
+// bandwidths (1..100 GB/s), latencies (0..10 us) and a random algorithm of the registry,
+// ring where that one does not accept the peer count.
 inline themis::Topology random_topology(std::mt19937_64 &rng, int max_dims = 4, int max_peers = 8) {
-    std::uniform_int_distribution<int> ndims(1, max_dims), peers(1, max_peers), alg(0, 2);
+    const std::vector<themis::AlgorithmInfo> &rows = themis::algorithms();
+    std::uniform_int_distribution<int> ndims(1, max_dims), peers(1, max_peers),
+        alg(0, int(rows.size()) - 1);
     std::uniform_real_distribution<double> bw(1e9, 100e9), lat(0, 10e-6);
     std::vector<themis::Dimension> dims(ndims(rng));
     for (auto &d : dims) {
         d.peers = peers(rng);
         d.bandwidth = bw(rng);
         d.latency = lat(rng);
-        int a = alg(rng);
-        if (a == 1 && !is_power_of_two(d.peers)) a = 0;
-        d.algorithm = a == 0   ? themis::Algorithm::Ring
-                      : a == 1 ? themis::Algorithm::HalvingDoubling
-                               : themis::Algorithm::Direct;
+        const themis::AlgorithmInfo &row = rows[alg(rng)];
+        d.algorithm = row.accepts(d.peers) ? row.id : themis::Algorithm::Ring;
     }
     return themis::Topology(dims);
 }
