@@ -92,6 +92,8 @@ void read_stream(int pid, Cursor &local, Cursor &remote, size_t bytes) {
         remote.next(bytes, rv);
         const ssize_t got = process_vm_readv(pid, lv.data(), lv.size(), rv.data(), rv.size(), 0);
         if (got < 0 && errno == EINTR) continue;
+        if (got < 0 && errno == ESRCH)
+            throw std::runtime_error("cma: the node peer (pid " + std::to_string(pid) + ") is gone");
         if (got < 0) throw std::system_error(errno, std::generic_category(), "process_vm_readv");
         if (got == 0) throw std::runtime_error("process_vm_readv read nothing");
         local.advance(size_t(got));

@@ -343,4 +343,17 @@ std::vector<bool> node_local_dimensions(const RankLayout &layout, const std::vec
     return node;
 }
 
+std::vector<int> peer_ranks(const RankLayout &layout, int position, const std::vector<bool> &dims) {
+    const Topology &topo = layout.topology;
+    std::vector<int> ranks;
+    for (int d = 0; d < topo.num_dims(); ++d) {
+        if (!dims[size_t(d)]) continue;
+        for (int c = 0; c < topo.dim(d).peers; ++c) {
+            const int pos = topo.with_coord(position, d, c);
+            if (pos != position) ranks.push_back(layout.rank_at[size_t(pos)]);
+        }
+    }
+    return ranks;
+}
+
 } // namespace themis

@@ -71,6 +71,10 @@ struct RankPlacement {
 RankLayout make_rank_layout(const std::string &dims, const RankPlacement &placement,
                             const HostGrid *grid = nullptr, bool split_packages = true);
 
+// The communicator ranks of the peers of the rank at `position` on the dimensions marked
+// in `dims` (every coordinate but its own), dimension after dimension.
+std::vector<int> peer_ranks(const RankLayout &layout, int position, const std::vector<bool> &dims);
+
 // Per dimension of `layout`, whether it has peers and each of its groups sits on one node
 // (node_of: per communicator rank, as in RankPlacement).
 std::vector<bool> node_local_dimensions(const RankLayout &layout, const std::vector<int> &node_of);

@@ -794,6 +794,10 @@ def build_mpirun(st, args, user):
     if args.themis:
         mca["mca_base_component_path"] = ensure_component() + ":" + OMPI_COMPONENT_DIR
         mca["coll_themis_dims"] = st["themis_spec"]
+        if not (st["mode"] == "hosts" and st["intra"] == "shm"):
+            # every dimension is an emulated link here (vader is off for the same reason):
+            # a single copy between the ranks of a host would bypass the node level's link
+            mca["coll_themis_node_transport"] = "transport"
     mca.update(umca)
     cmd = ["timeout", "-k", "10", str(args.timeout)]
     if st["mode"] == "hosts":

@@ -89,39 +89,11 @@ class ShapedNetwork {
 
 namespace {
 
-// AgreeMax for ranks that are threads: a reusable barrier that reduces by maximum.
-class ThreadAgree {
-  public:
-    explicit ThreadAgree(int ranks) : ranks_(ranks) {}
-    void agree(std::vector<double> &values) {
-        std::unique_lock<std::mutex> lock(mutex_);
-        const long generation = generation_;
-        if (arrived_ == 0) max_ = values;
-        for (size_t i = 0; i < values.size(); ++i) max_[i] = std::max(max_[i], values[i]);
-        if (++arrived_ == ranks_) {
-            result_ = max_;
-            arrived_ = 0;
-            ++generation_;
-            done_.notify_all();
-        } else {
-            done_.wait(lock, [&] { return generation_ != generation; });
-        }
-        values = result_;
-    }
-
-  private:
-    int ranks_, arrived_ = 0;
-    long generation_ = 0;
-    std::vector<double> max_, result_;
-    std::mutex mutex_;
-    std::condition_variable done_;
-};
-
 // Every rank's calibration of `measured`, each rank in its own thread.
 std::vector<CalibrationResult> calibrate_all(const Topology &topo, ShapedNetwork &net,
                                              const std::vector<int> &measured,
                                              const CalibrationSettings &settings) {
-    ThreadAgree agree(topo.size());
+    themis_test::ThreadAgree agree(topo.size());
     std::vector<CalibrationResult> results(topo.size());
     std::vector<std::thread> threads;
     for (int r = 0; r < topo.size(); ++r)

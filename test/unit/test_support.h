@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
+#include <mutex>
 #include <random>
 #include <string>
 #include <vector>
@@ -79,5 +81,33 @@ inline bool close_rel(double a, double b, double rel) {
     double m = std::max(std::abs(a), std::abs(b));
     return std::abs(a - b) <= rel * m || m < 1e-300;
 }
+
+// AgreeMax for ranks that are threads: a reusable barrier that reduces by maximum.
+class ThreadAgree {
+  public:
+    explicit ThreadAgree(int ranks) : ranks_(ranks) {}
+    void agree(std::vector<double> &values) {
+        std::unique_lock<std::mutex> lock(mutex_);
+        const long generation = generation_;
+        if (arrived_ == 0) max_ = values;
+        for (size_t i = 0; i < values.size(); ++i) max_[i] = std::max(max_[i], values[i]);
+        if (++arrived_ == ranks_) {
+            result_ = max_;
+            arrived_ = 0;
+            ++generation_;
+            done_.notify_all();
+        } else {
+            done_.wait(lock, [&] { return generation_ != generation; });
+        }
+        values = result_;
+    }
+
+  private:
+    int ranks_, arrived_ = 0;
+    long generation_ = 0;
+    std::vector<double> max_, result_;
+    std::mutex mutex_;
+    std::condition_variable done_;
+};
 
 } // namespace themis_test

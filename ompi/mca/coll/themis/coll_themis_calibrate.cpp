@@ -28,21 +28,7 @@ bool all_hold(mca_coll_themis_module_t *m, ompi_communicator_t *comm, std::vecto
 }
 
 // Layouts this process calibrated, by the processes at each position and the transport.
-// Under MPI_THREAD_MULTIPLE threads set up communicators at once: the map is locked.
-std::mutex layouts_lock;
-std::map<std::string, std::vector<DimensionRates>> calibrated_layouts;
-
-// The rates remembered under `key`; none when the layout was not calibrated here.
-std::vector<DimensionRates> remembered_rates(const std::string &key) {
-    std::lock_guard<std::mutex> hold(layouts_lock);
-    const auto known = calibrated_layouts.find(key);
-    return known == calibrated_layouts.end() ? std::vector<DimensionRates>() : known->second;
-}
-
-void remember_rates(const std::string &key, const std::vector<DimensionRates> &rates) {
-    std::lock_guard<std::mutex> hold(layouts_lock);
-    calibrated_layouts[key] = rates;
-}
+ProcessMemo<std::vector<DimensionRates>> calibrated_layouts;
 
 // The dimensions whose rates are worth measuring: those with peers, when two or more of
 // them are left to balance and the spec did not give both numbers.
@@ -151,7 +137,7 @@ CalibratedTopology calibrated_topology(mca_coll_themis_module_t *m, ompi_communi
     // Where the rates come from: this process's memory, the file, or a measurement.
     RateSource source = RateSource::Cached;
     const std::string key = process_key(comm, layout, transport_name);
-    const std::vector<DimensionRates> known = remembered_rates(key);
+    const std::vector<DimensionRates> known = calibrated_layouts.find(key);
     std::vector<DimensionRates> rates;
     uint64_t mine = !known.empty();
     if (all_hold(m, comm, {double(mine)}) && mine) rates = known;
@@ -185,7 +171,7 @@ CalibratedTopology calibrated_topology(mca_coll_themis_module_t *m, ompi_communi
         }
         rates = result.dims;
     }
-    remember_rates(key, rates);
+    calibrated_layouts.store(key, rates);
     out.topology = with_measured_rates(given, rates, bw_given, lat_given);
     for (int d : measured) {
         if (!bw_given) out.bandwidth_source[d] = source;

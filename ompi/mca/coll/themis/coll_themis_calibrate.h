@@ -14,6 +14,8 @@
 
 #include "coll_themis_prelude.h"
 
+#include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -46,6 +48,25 @@ CalibratedTopology calibrated_topology(mca_coll_themis_module_t *m, ompi_communi
 // `transport_name`: what a measurement made in this process stays valid for.
 std::string process_key(ompi_communicator_t *comm, const RankLayout &layout,
                         const std::string &transport_name);
+
+// What this process measured, by process_key (threads may set communicators up at once:
+// locked). A key not found gives T().
+template <typename T> class ProcessMemo {
+  public:
+    T find(const std::string &key) {
+        std::lock_guard<std::mutex> hold(lock_);
+        const auto known = values_.find(key);
+        return known == values_.end() ? T() : known->second;
+    }
+    void store(const std::string &key, const T &value) {
+        std::lock_guard<std::mutex> hold(lock_);
+        values_[key] = value;
+    }
+
+  private:
+    std::mutex lock_;
+    std::map<std::string, T> values_;
+};
 
 // Collective over `comm`: replaces `values` by their element-wise maximum over the ranks
 // (the previous module's All-Reduce).

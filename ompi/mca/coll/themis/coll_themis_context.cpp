@@ -204,7 +204,12 @@ std::string Context::calibrate(mca_coll_themis_module_t *m, const std::vector<st
     Transport &engine_transport = this->engine_transport();
     Memory *buffers = nullptr;
     std::string over = transport_name();
-    if (node_transport_) over = "cma+" + over;
+    if (node_transport_) { // the rates depend on which dimensions run single-copy
+        std::string dims;
+        for (int d = 0; d < layout_.topology.num_dims(); ++d)
+            if (node_transport_->max_segments(d) > 0) dims += (dims.empty() ? "" : ",") + std::to_string(d);
+        over = "cma" + dims + "+" + over;
+    }
 #if THEMIS_HAVE_CUDA
     if (device_transport_) {
         buffers = &cuda::device_memory();

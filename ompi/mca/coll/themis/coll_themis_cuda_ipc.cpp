@@ -11,6 +11,7 @@
 
 #include "coll_themis_cuda.h"
 #include "coll_themis_cuda_driver.h"
+#include "control_channels.h"
 
 #include "opal/util/output.h"
 
@@ -140,7 +141,8 @@ IpcCache &cache() {
 }
 
 // ---------------------------------------------------------------------------------------
-// The wire: one control message per direction and message, both the same size.
+// The wire: one control message per direction and message (control_channels.h), a
+// ControlHeader's magic and kind first.
 
 enum : uint32_t { kMagic = 0x74686d69u, kReady = 1, kDone = 2 };
 
@@ -157,15 +159,15 @@ struct Control {
 class IpcTransport : public Transport {
   public:
     IpcTransport(Transport &base, std::vector<bool> node_dims, bool base_moves_device)
-        : base_(base), node_dims_(std::move(node_dims)), base_moves_device_(base_moves_device) {
+        : base_(base), node_dims_(std::move(node_dims)), base_moves_device_(base_moves_device),
+          channels_(base, kMagic) {
         check(drv().cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate (ipc)");
     }
 
     ~IpcTransport() override {
         // Every request has completed (the engine drains each call); "done" messages may
-        // still be on their way out.
+        // still be on their way out (channels_ waits for them).
         try {
-            while (!lingering_.empty()) progress();
             for (CUevent e : spare_) (void) drv().cuEventDestroy(e);
             (void) drv().cuStreamDestroy(stream_);
         } catch (...) {
@@ -186,21 +188,21 @@ class IpcTransport : public Transport {
         r->out.pid = int32_t(getpid());
         r->out.bytes = bytes;
         r->out.where = cache().exported(src, r->out.offset);
-        r->ctrl_send = base_.isend(dim, peer, &r->out, sizeof(Control), tag);
-        expect(*r);
+        channels_.post(dim, peer, tag, &r->out, sizeof(Control));
+        channels_.expect(dim, peer, tag);
         return r.release();
     }
 
     Request irecv(int dim, int peer, void *buf, size_t bytes, int tag) override {
         auto r = std::make_unique<Req>(Req::Receive, dim, peer, tag, buf, bytes);
         if (!node_dims_[size_t(dim)]) return start_network(std::move(r));
-        expect(*r);
+        channels_.expect(dim, peer, tag);
         return r.release();
     }
 
     bool test(Request req) override {
         Req *r = static_cast<Req *>(req);
-        poll_lingering();
+        channels_.progress();
         if (!advance(*r)) return false;
         delete r;
         return true;
@@ -208,7 +210,7 @@ class IpcTransport : public Transport {
 
     void progress() override {
         base_.progress();
-        poll_lingering();
+        channels_.progress();
     }
 
   private:
@@ -230,58 +232,27 @@ class IpcTransport : public Transport {
         char *temp = nullptr;        // device temporary (host send) or pinned bounce
         bool temp_device = false;
         Control out;                 // send: the "ready" descriptor
-        Request ctrl_send = nullptr; // send: the descriptor on its way
         bool have_control = false;   // the peer's message for us has arrived
         Control in;
         Mapping *mapping = nullptr;  // receive: the peer's allocation while copying
         CUevent copied = nullptr;    // receive: passes once the copy has landed
     };
 
-    // A receive of one control message from (dim, peer, tag), posted in order; what
-    // arrives is sorted by kind: a "ready" for our receive, a "done" for our send.
-    struct Slot {
-        Control msg;
-        Request req;
-    };
-    using Key = std::tuple<int, int, int>;
-    struct Channel {
-        std::list<Slot> slots;
-        std::list<Control> ready, done;
-    };
-
-    void expect(Req &r) {
-        Channel &c = channels_[Key{r.dim, r.peer, r.tag}];
-        c.slots.emplace_back();
-        Slot &s = c.slots.back();
-        s.req = base_.irecv(r.dim, r.peer, &s.msg, sizeof(Control), r.tag);
-    }
-
-    // True (and `out` filled) once the control message of `kind` for (dim, peer, tag) is in.
+    // The peer's control message of `kind` for r's (dim, peer, tag), once it is in.
     bool take(const Req &r, uint32_t kind, Control &out) {
-        auto it = channels_.find(Key{r.dim, r.peer, r.tag});
-        if (it == channels_.end()) throw std::logic_error("CUDA IPC: control channel missing");
-        Channel &c = it->second;
-        while (!c.slots.empty() && base_.test(c.slots.front().req)) {
-            const Control &m = c.slots.front().msg;
-            if (m.magic != kMagic || (m.kind != kReady && m.kind != kDone))
-                throw std::runtime_error("CUDA IPC: malformed control message from a peer");
-            (m.kind == kReady ? c.ready : c.done).push_back(m);
-            c.slots.pop_front();
-        }
-        auto &q = kind == kReady ? c.ready : c.done;
-        if (q.empty()) return false;
-        out = q.front();
-        q.pop_front();
-        if (c.slots.empty() && c.ready.empty() && c.done.empty()) channels_.erase(it);
+        std::vector<char> message;
+        if (!channels_.take(r.dim, r.peer, r.tag, kind, message)) return false;
+        if (message.size() < sizeof(Control))
+            throw std::runtime_error("CUDA IPC: malformed control message from a peer");
+        std::memcpy(&out, message.data(), sizeof(Control));
         return true;
     }
 
     bool advance(Req &r) {
         if (r.network) return advance_network(r);
         if (r.kind == Req::Send) {
-            if (r.ctrl_send && base_.test(r.ctrl_send)) r.ctrl_send = nullptr;
             if (!r.have_control) r.have_control = take(r, kDone, r.in);
-            if (r.ctrl_send || !r.have_control) return false;
+            if (!r.have_control) return false;
             if (r.in.status != 0)
                 throw std::runtime_error("CUDA IPC: the peer could not read this rank's device memory");
             return true;
@@ -328,17 +299,11 @@ class IpcTransport : public Transport {
     }
 
     void send_done(const Req &r, int32_t status) {
-        lingering_.emplace_back();
-        Linger &l = lingering_.back();
-        l.msg.kind = kDone;
-        l.msg.pid = int32_t(getpid());
-        l.msg.status = status;
-        l.req = base_.isend(r.dim, r.peer, &l.msg, sizeof(Control), r.tag);
-    }
-
-    void poll_lingering() {
-        for (auto it = lingering_.begin(); it != lingering_.end();)
-            it = base_.test(it->req) ? lingering_.erase(it) : std::next(it);
+        Control done;
+        done.kind = kDone;
+        done.pid = int32_t(getpid());
+        done.status = status;
+        channels_.post(r.dim, r.peer, r.tag, &done, sizeof done);
     }
 
     // Network dimensions: the wrapped transport, device bytes through pinned host memory
@@ -362,17 +327,11 @@ class IpcTransport : public Transport {
         return true;
     }
 
-    struct Linger {
-        Control msg;
-        Request req;
-    };
-
     Transport &base_;
     std::vector<bool> node_dims_;
     bool base_moves_device_;
     CUstream stream_ = nullptr;
-    std::map<Key, Channel> channels_;
-    std::list<Linger> lingering_;
+    ControlChannels channels_;
     std::vector<CUevent> spare_;
     uint64_t copies_ = 0;
 };
@@ -419,30 +378,24 @@ bool ipc_probe(mca_coll_themis_module_t *m, ompi_communicator_t *comm, const Ran
     bool ok = rc == OMPI_SUCCESS && mine.ok;
     for (const Probe &p : all) ok = ok && p.ok;
     // Read every node-dimension peer's buffer through its handle and check the pattern.
-    const Topology &topo = layout.topology;
-    for (int d = 0; ok && d < topo.num_dims(); ++d) {
-        if (!node_dims[size_t(d)]) continue;
-        for (int c = 0; ok && c < topo.dim(d).peers; ++c) {
-            const int pos = topo.with_coord(position, d, c);
-            if (pos == position) continue;
-            const int rank = layout.rank_at[size_t(pos)];
+    for (int rank : peer_ranks(layout, position, node_dims)) {
+        if (!ok) break;
+        try {
+            Mapping *map = cache().open(all[size_t(rank)].pid, all[size_t(rank)].where);
+            uint64_t got[kBytes / 8];
             try {
-                Mapping *map = cache().open(all[size_t(rank)].pid, all[size_t(rank)].where);
-                uint64_t got[kBytes / 8];
-                try {
-                    copy(got, reinterpret_cast<const void *>(map->base + all[size_t(rank)].offset), kBytes);
-                } catch (...) {
-                    cache().release(map);
-                    throw;
-                }
+                copy(got, reinterpret_cast<const void *>(map->base + all[size_t(rank)].offset), kBytes);
+            } catch (...) {
                 cache().release(map);
-                for (uint64_t v : got)
-                    if (v != (0x7468656d6973ull ^ uint64_t(rank)))
-                        throw std::runtime_error("a peer's device memory read back wrong");
-            } catch (const std::exception &e) {
-                ok = false;
-                failure = e.what();
+                throw;
             }
+            cache().release(map);
+            for (uint64_t v : got)
+                if (v != (0x7468656d6973ull ^ uint64_t(rank)))
+                    throw std::runtime_error("a peer's device memory read back wrong");
+        } catch (const std::exception &e) {
+            ok = false;
+            failure = e.what();
         }
     }
     int flag = ok ? 1 : 0, every = 0;

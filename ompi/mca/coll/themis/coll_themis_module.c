@@ -155,36 +155,27 @@ static bool has_previous(const mca_coll_themis_module_t *m)
            m->previous_iallgather_module;
 }
 
-/* Keeps the themis_policy info key on the communicator (Open MPI drops keys nobody
- * subscribed to): valid values are kept, anything else is dropped. */
-static char *policy_info_callback(opal_infosubscriber_t *object, char *key, char *value)
-{
-    (void) object;
-    (void) key;
-    if (value && 0 == strcmp(value, "baseline")) return "baseline";
-    if (value && 0 == strcmp(value, "themis")) return "themis";
-    return NULL;
-}
+/* The info keys themis reads per communicator, with their valid values. */
+static const struct {
+    const char *key;
+    const char *values[4]; /* NULL-terminated */
+} themis_info_keys[] = {
+    {"themis_policy", {"baseline", "themis", NULL}},
+    {"themis_transport", {"auto", "pml", "ucx", NULL}},
+    {"themis_node_transport", {"auto", "cma", "transport", NULL}},
+};
 
-/* The same for the themis_transport key. */
-static char *transport_info_callback(opal_infosubscriber_t *object, char *key, char *value)
+/* Keeps a themis info key on the communicator (Open MPI drops keys nobody subscribed to):
+ * valid values are kept, anything else is dropped. */
+static char *info_callback(opal_infosubscriber_t *object, char *key, char *value)
 {
     (void) object;
-    (void) key;
-    if (value && 0 == strcmp(value, "auto")) return "auto";
-    if (value && 0 == strcmp(value, "pml")) return "pml";
-    if (value && 0 == strcmp(value, "ucx")) return "ucx";
-    return NULL;
-}
-
-/* The same for the themis_node_transport key. */
-static char *node_transport_info_callback(opal_infosubscriber_t *object, char *key, char *value)
-{
-    (void) object;
-    (void) key;
-    if (value && 0 == strcmp(value, "auto")) return "auto";
-    if (value && 0 == strcmp(value, "cma")) return "cma";
-    if (value && 0 == strcmp(value, "transport")) return "transport";
+    for (size_t k = 0; value && k < sizeof themis_info_keys / sizeof themis_info_keys[0]; ++k) {
+        if (0 != strcmp(key, themis_info_keys[k].key)) continue;
+        for (int v = 0; themis_info_keys[k].values[v]; ++v)
+            if (0 == strcmp(value, themis_info_keys[k].values[v]))
+                return (char *) themis_info_keys[k].values[v];
+    }
     return NULL;
 }
 
@@ -218,10 +209,9 @@ static int themis_module_enable(mca_coll_base_module_t *module, struct ompi_comm
     OBJ_RETAIN(m->previous_ireduce_scatter_block_module);
     OBJ_RETAIN(m->previous_iallgather_module);
     m->comm = comm;
-    opal_infosubscribe_subscribe(&comm->super, "themis_policy", "", policy_info_callback);
-    opal_infosubscribe_subscribe(&comm->super, "themis_transport", "", transport_info_callback);
-    opal_infosubscribe_subscribe(&comm->super, "themis_node_transport", "",
-                                 node_transport_info_callback);
+    for (size_t k = 0; k < sizeof themis_info_keys / sizeof themis_info_keys[0]; ++k)
+        opal_infosubscribe_subscribe(&comm->super, (char *) themis_info_keys[k].key, "",
+                                     info_callback);
     return OMPI_SUCCESS;
 }
 

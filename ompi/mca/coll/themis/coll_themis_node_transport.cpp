@@ -5,8 +5,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <map>
-#include <mutex>
 
 #include "cma_transport.h"
 #include "coll_themis_calibrate.h"
@@ -49,24 +47,18 @@ bool peers_readable(mca_coll_themis_module_t *m, ompi_communicator_t *comm, cons
                                    &ompi_mpi_byte.dt, comm, m->previous_allgather_module);
     bool ok = rc == OMPI_SUCCESS && candidate;
     if (!candidate) why = "this rank's transport is handed device memory";
-    const Topology &topo = layout.topology;
-    for (int d = 0; ok && d < topo.num_dims(); ++d) {
-        if (!node_dims[size_t(d)]) continue;
-        for (int c = 0; ok && c < topo.dim(d).peers; ++c) {
-            const int pos = topo.with_coord(position, d, c);
-            if (pos == position) continue;
-            const int rank = layout.rank_at[size_t(pos)];
-            const Probe &peer = all[size_t(rank)];
-            uint64_t got[4] = {};
-            ok = peer.ok && cma_read(peer.pid, reinterpret_cast<const void *>(uintptr_t(peer.address)),
-                                     got, sizeof got, why);
-            for (uint64_t v : got)
-                if (ok && v != (0x746d6361ull ^ uint64_t(rank))) {
-                    ok = false;
-                    why = "a peer's memory read back wrong";
-                }
-            if (!peer.ok && why.empty()) why = "another rank's transport is handed device memory";
-        }
+    for (int rank : peer_ranks(layout, position, node_dims)) {
+        if (!ok) break;
+        const Probe &peer = all[size_t(rank)];
+        uint64_t got[4] = {};
+        ok = peer.ok && cma_read(peer.pid, reinterpret_cast<const void *>(uintptr_t(peer.address)),
+                                 got, sizeof got, why);
+        for (uint64_t v : got)
+            if (ok && v != (0x746d6361ull ^ uint64_t(rank))) {
+                ok = false;
+                why = "a peer's memory read back wrong";
+            }
+        if (!peer.ok && why.empty()) why = "another rank's transport is handed device memory";
     }
     // Every peer is done reading `mine` once this returns on every rank.
     std::vector<double> failed = {ok ? 0.0 : 1.0};
@@ -76,21 +68,8 @@ bool peers_readable(mca_coll_themis_module_t *m, ompi_communicator_t *comm, cons
     return false;
 }
 
-// Choices measured in this process, by process_key (threads may set up communicators at
-// once: locked).
-std::mutex choices_lock;
-std::map<std::string, std::vector<bool>> measured_choices;
-
-std::vector<bool> remembered_choice(const std::string &key) {
-    std::lock_guard<std::mutex> hold(choices_lock);
-    const auto known = measured_choices.find(key);
-    return known == measured_choices.end() ? std::vector<bool>() : known->second;
-}
-
-void remember_choice(const std::string &key, const std::vector<bool> &chosen) {
-    std::lock_guard<std::mutex> hold(choices_lock);
-    measured_choices[key] = chosen;
-}
+// Choices measured in this process, by process_key.
+ProcessMemo<std::vector<bool>> measured_choices;
 
 // Collective: per node dimension, single copy or not, measured (transport_choice.h);
 // `note` gets the times.
@@ -150,7 +129,7 @@ std::unique_ptr<Transport> node_transport(mca_coll_themis_module_t *m, ompi_comm
         return std::make_unique<CmaTransport>(setup.base, node_dims);
     }
     const std::string key = process_key(comm, layout, "node:" + setup.base_name);
-    std::vector<bool> chosen = remembered_choice(key);
+    std::vector<bool> chosen = measured_choices.find(key);
     std::vector<double> missing = {chosen.empty() ? 1.0 : 0.0};
     agree_max(m, comm, missing);
     if (missing[0] == 0) {
@@ -158,7 +137,7 @@ std::unique_ptr<Transport> node_transport(mca_coll_themis_module_t *m, ompi_comm
                (dimension_list(chosen).empty() ? "none" : dimension_list(chosen)) + " by cma";
     } else {
         chosen = measured_choice(m, comm, setup, node_dims, note);
-        remember_choice(key, chosen);
+        measured_choices.store(key, chosen);
     }
     if (dimension_list(chosen).empty()) return nullptr;
     return std::make_unique<CmaTransport>(setup.base, chosen);
