@@ -11,6 +11,10 @@
 # CSV + SVG files into bench/results/ (bench/RESULTS.md, "Shared memory: themis vs tuned").
 #
 #   bench/run_shm_compare.sh          the comparison above
+#   bench/run_shm_compare.sh node     the node-local transport: 4 ranks 2x2, 8 ranks 2x4 and
+#                                     2x2x2, themis (node transport auto), themis_nocma (node
+#                                     dimensions on the PML, as before it) and tuned, one CSV
+#                                     per layout (shm_node_*.csv)
 #   bench/run_shm_compare.sh sweep    knob sweep: themis with each setting of SWEEP_CONFIGS
 #                                     vs tuned (same run), NPS ranks, one CSV per rank count
 #                                     (with coll_themis_single_dim=1, so 1-D runs the engine)
@@ -172,6 +176,25 @@ transport=ucx|auto|--mca coll_themis_transport ucx"
     echo
     [ -s "$csv" ] && python3 "$PLOT" --table "$csv"
   done
+  exit $failed
+fi
+
+if [ "$MODE" = node ]; then
+  node=()
+  for layout in 4:2x2 8:2x4 8:2x2x2; do
+    np=${layout%%:*} dims=${layout#*:}
+    f=$OUT/shm_node_np${np}_${dims}$TAG.csv
+    bench "$np" "$dims$DIMS_OPTS" "np$np dims=$dims" "$f" -m "$SIZES" -i "$ITERS" -x "$WARMUP" \
+      --impl themis,themis_nocma,tuned
+    node+=("$f")
+  done
+  mapfile -t node_ok < <(existing "${node[@]}")
+  if [ ${#node_ok[@]} -gt 0 ]; then
+    python3 "$PLOT" --columns 4 --metric speedup -o "$OUT/shm_node_speedup$TAG.svg" \
+      --title "node-local transport: speedup t_tuned/t (>1: faster than tuned)" "${node_ok[@]}"
+    echo
+    python3 "$PLOT" --table "${node_ok[@]}"
+  fi
   exit $failed
 fi
 
