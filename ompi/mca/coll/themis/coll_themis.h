@@ -30,19 +30,24 @@ enum { THEMIS_CUDA_AUTO = 0, THEMIS_CUDA_STAGED = 1, THEMIS_CUDA_OFF = 2 };
 /* coll_themis_cuda_ipc: the device-direct node dimension. */
 enum { THEMIS_CUDA_IPC_AUTO = 0, THEMIS_CUDA_IPC_OFF = 1 };
 
-/* The collectives themis takes over, for per-slot bookkeeping: the blocking forms, then
- * the nonblocking ones in the same order. */
-enum {
-    THEMIS_COLL_ALLREDUCE = 0,
-    THEMIS_COLL_REDUCE_SCATTER,
-    THEMIS_COLL_REDUCE_SCATTER_BLOCK,
-    THEMIS_COLL_ALLGATHER,
-    THEMIS_COLL_IALLREDUCE,
-    THEMIS_COLL_IREDUCE_SCATTER,
-    THEMIS_COLL_IREDUCE_SCATTER_BLOCK,
-    THEMIS_COLL_IALLGATHER,
-    THEMIS_COLL_COUNT
-};
+/* Every coll slot themis takes over, once: X(slot, ID) with the slot's name in Open MPI's
+ * module (coll_<slot>, mca_coll_base_module_<slot>_fn_t) and its index for per-slot
+ * bookkeeping (THEMIS_COLL_<ID>). The blocking forms, then the nonblocking ones in the
+ * same order. Everything per slot (saved previous layer, its lifetime, the module's
+ * functions, the stats names) is generated from this list. */
+#define THEMIS_SLOTS(X)                                                                        \
+    X(allreduce, ALLREDUCE)                                                                    \
+    X(reduce_scatter, REDUCE_SCATTER)                                                          \
+    X(reduce_scatter_block, REDUCE_SCATTER_BLOCK)                                              \
+    X(allgather, ALLGATHER)                                                                    \
+    X(iallreduce, IALLREDUCE)                                                                  \
+    X(ireduce_scatter, IREDUCE_SCATTER)                                                        \
+    X(ireduce_scatter_block, IREDUCE_SCATTER_BLOCK)                                            \
+    X(iallgather, IALLGATHER)
+
+#define THEMIS_SLOT_INDEX(slot, id) THEMIS_COLL_##id,
+enum { THEMIS_SLOTS(THEMIS_SLOT_INDEX) THEMIS_COLL_COUNT };
+#undef THEMIS_SLOT_INDEX
 
 typedef struct mca_coll_themis_component_t {
     mca_coll_base_component_2_0_0_t super;
@@ -90,22 +95,11 @@ typedef struct mca_coll_themis_module_t {
     mca_coll_base_module_t super;
 
     /* The previous layer, one function and module per slot taken over. */
-    mca_coll_base_module_allreduce_fn_t previous_allreduce;
-    mca_coll_base_module_t *previous_allreduce_module;
-    mca_coll_base_module_reduce_scatter_fn_t previous_reduce_scatter;
-    mca_coll_base_module_t *previous_reduce_scatter_module;
-    mca_coll_base_module_reduce_scatter_block_fn_t previous_reduce_scatter_block;
-    mca_coll_base_module_t *previous_reduce_scatter_block_module;
-    mca_coll_base_module_allgather_fn_t previous_allgather;
-    mca_coll_base_module_t *previous_allgather_module;
-    mca_coll_base_module_iallreduce_fn_t previous_iallreduce;
-    mca_coll_base_module_t *previous_iallreduce_module;
-    mca_coll_base_module_ireduce_scatter_fn_t previous_ireduce_scatter;
-    mca_coll_base_module_t *previous_ireduce_scatter_module;
-    mca_coll_base_module_ireduce_scatter_block_fn_t previous_ireduce_scatter_block;
-    mca_coll_base_module_t *previous_ireduce_scatter_block_module;
-    mca_coll_base_module_iallgather_fn_t previous_iallgather;
-    mca_coll_base_module_t *previous_iallgather_module;
+#define THEMIS_PREVIOUS_FIELDS(slot, id)                                                       \
+    mca_coll_base_module_##slot##_fn_t previous_##slot;                                         \
+    mca_coll_base_module_t *previous_##slot##_module;
+    THEMIS_SLOTS(THEMIS_PREVIOUS_FIELDS)
+#undef THEMIS_PREVIOUS_FIELDS
 
     struct ompi_communicator_t *comm;
     int setup_state;

@@ -14,26 +14,16 @@
 
 static void forget_previous(mca_coll_themis_module_t *m)
 {
-    m->previous_allreduce_module = NULL;
-    m->previous_reduce_scatter_module = NULL;
-    m->previous_reduce_scatter_block_module = NULL;
-    m->previous_allgather_module = NULL;
-    m->previous_iallreduce_module = NULL;
-    m->previous_ireduce_scatter_module = NULL;
-    m->previous_ireduce_scatter_block_module = NULL;
-    m->previous_iallgather_module = NULL;
+#define FORGET(slot, id) m->previous_##slot##_module = NULL;
+    THEMIS_SLOTS(FORGET)
+#undef FORGET
 }
 
 static void module_construct(mca_coll_themis_module_t *m)
 {
-    m->previous_allreduce = NULL;
-    m->previous_reduce_scatter = NULL;
-    m->previous_reduce_scatter_block = NULL;
-    m->previous_allgather = NULL;
-    m->previous_iallreduce = NULL;
-    m->previous_ireduce_scatter = NULL;
-    m->previous_ireduce_scatter_block = NULL;
-    m->previous_iallgather = NULL;
+#define CLEAR(slot, id) m->previous_##slot = NULL;
+    THEMIS_SLOTS(CLEAR)
+#undef CLEAR
     forget_previous(m);
     m->comm = NULL;
     m->setup_state = THEMIS_SETUP_PENDING;
@@ -44,9 +34,9 @@ static void module_construct(mca_coll_themis_module_t *m)
 
 static void print_call_counts(const mca_coll_themis_module_t *m)
 {
-    static const char *names[THEMIS_COLL_COUNT] = {
-        "allreduce",  "reduce_scatter",  "reduce_scatter_block",  "allgather",
-        "iallreduce", "ireduce_scatter", "ireduce_scatter_block", "iallgather"};
+#define NAME(slot, id) #slot,
+    static const char *names[THEMIS_COLL_COUNT] = {THEMIS_SLOTS(NAME)};
+#undef NAME
     for (int i = 0; i < THEMIS_COLL_COUNT; ++i) {
         if (0 == m->calls[i]) continue;
         opal_output_verbose(2, mca_coll_themis_component.output,
@@ -60,16 +50,10 @@ static void print_call_counts(const mca_coll_themis_module_t *m)
 static void release_previous(mca_coll_themis_module_t *m)
 {
     /* disable runs once per slot we own: release each saved module only once. */
-    if (m->previous_allreduce_module) OBJ_RELEASE(m->previous_allreduce_module);
-    if (m->previous_reduce_scatter_module) OBJ_RELEASE(m->previous_reduce_scatter_module);
-    if (m->previous_reduce_scatter_block_module)
-        OBJ_RELEASE(m->previous_reduce_scatter_block_module);
-    if (m->previous_allgather_module) OBJ_RELEASE(m->previous_allgather_module);
-    if (m->previous_iallreduce_module) OBJ_RELEASE(m->previous_iallreduce_module);
-    if (m->previous_ireduce_scatter_module) OBJ_RELEASE(m->previous_ireduce_scatter_module);
-    if (m->previous_ireduce_scatter_block_module)
-        OBJ_RELEASE(m->previous_ireduce_scatter_block_module);
-    if (m->previous_iallgather_module) OBJ_RELEASE(m->previous_iallgather_module);
+#define RELEASE(slot, id)                                                                      \
+    if (m->previous_##slot##_module) OBJ_RELEASE(m->previous_##slot##_module);
+    THEMIS_SLOTS(RELEASE)
+#undef RELEASE
     forget_previous(m);
 }
 
@@ -136,23 +120,12 @@ int mca_coll_themis_init_query(bool enable_progress_threads, bool enable_mpi_thr
     return OMPI_SUCCESS;
 }
 
-/* Saves the previous layer of one slot. */
-#define SAVE_PREVIOUS(m, comm, slot)                                                            \
-    do {                                                                                       \
-        (m)->previous_##slot = (comm)->c_coll->coll_##slot;                                    \
-        (m)->previous_##slot##_module = (comm)->c_coll->coll_##slot##_module;                  \
-    } while (0)
-
+/* Whether every slot has a previous layer to hand calls down to. */
 static bool has_previous(const mca_coll_themis_module_t *m)
 {
-    return m->previous_allreduce && m->previous_allreduce_module && m->previous_reduce_scatter &&
-           m->previous_reduce_scatter_module && m->previous_reduce_scatter_block &&
-           m->previous_reduce_scatter_block_module && m->previous_allgather &&
-           m->previous_allgather_module && m->previous_iallreduce &&
-           m->previous_iallreduce_module && m->previous_ireduce_scatter &&
-           m->previous_ireduce_scatter_module && m->previous_ireduce_scatter_block &&
-           m->previous_ireduce_scatter_block_module && m->previous_iallgather &&
-           m->previous_iallgather_module;
+#define HAS(slot, id) && m->previous_##slot && m->previous_##slot##_module
+    return true THEMIS_SLOTS(HAS);
+#undef HAS
 }
 
 /* The info keys themis reads per communicator, with their valid values. */
@@ -182,14 +155,11 @@ static char *info_callback(opal_infosubscriber_t *object, char *key, char *value
 static int themis_module_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm)
 {
     mca_coll_themis_module_t *m = (mca_coll_themis_module_t *) module;
-    SAVE_PREVIOUS(m, comm, allreduce);
-    SAVE_PREVIOUS(m, comm, reduce_scatter);
-    SAVE_PREVIOUS(m, comm, reduce_scatter_block);
-    SAVE_PREVIOUS(m, comm, allgather);
-    SAVE_PREVIOUS(m, comm, iallreduce);
-    SAVE_PREVIOUS(m, comm, ireduce_scatter);
-    SAVE_PREVIOUS(m, comm, ireduce_scatter_block);
-    SAVE_PREVIOUS(m, comm, iallgather);
+#define SAVE(slot, id)                                                                         \
+    m->previous_##slot = comm->c_coll->coll_##slot;                                            \
+    m->previous_##slot##_module = comm->c_coll->coll_##slot##_module;
+    THEMIS_SLOTS(SAVE)
+#undef SAVE
     if (!has_previous(m)) {
         /* Nothing below us: Open MPI 4.1 needs every slot filled, so themis alone
          * cannot run. Say what to type instead (once per process). */
@@ -200,14 +170,9 @@ static int themis_module_enable(mca_coll_base_module_t *module, struct ompi_comm
         return OMPI_ERR_NOT_FOUND;
     }
     /* Taking a slot releases its previous owner: keep ours alive. */
-    OBJ_RETAIN(m->previous_allreduce_module);
-    OBJ_RETAIN(m->previous_reduce_scatter_module);
-    OBJ_RETAIN(m->previous_reduce_scatter_block_module);
-    OBJ_RETAIN(m->previous_allgather_module);
-    OBJ_RETAIN(m->previous_iallreduce_module);
-    OBJ_RETAIN(m->previous_ireduce_scatter_module);
-    OBJ_RETAIN(m->previous_ireduce_scatter_block_module);
-    OBJ_RETAIN(m->previous_iallgather_module);
+#define RETAIN(slot, id) OBJ_RETAIN(m->previous_##slot##_module);
+    THEMIS_SLOTS(RETAIN)
+#undef RETAIN
     m->comm = comm;
     for (size_t k = 0; k < sizeof themis_info_keys / sizeof themis_info_keys[0]; ++k)
         opal_infosubscribe_subscribe(&comm->super, (char *) themis_info_keys[k].key, "",
@@ -241,13 +206,8 @@ mca_coll_base_module_t *mca_coll_themis_comm_query(struct ompi_communicator_t *c
     *priority = c->priority;
     m->super.coll_module_enable = themis_module_enable;
     m->super.coll_module_disable = themis_module_disable;
-    m->super.coll_allreduce = mca_coll_themis_allreduce;
-    m->super.coll_reduce_scatter = mca_coll_themis_reduce_scatter;
-    m->super.coll_reduce_scatter_block = mca_coll_themis_reduce_scatter_block;
-    m->super.coll_allgather = mca_coll_themis_allgather;
-    m->super.coll_iallreduce = mca_coll_themis_iallreduce;
-    m->super.coll_ireduce_scatter = mca_coll_themis_ireduce_scatter;
-    m->super.coll_ireduce_scatter_block = mca_coll_themis_ireduce_scatter_block;
-    m->super.coll_iallgather = mca_coll_themis_iallgather;
+#define TAKE(slot, id) m->super.coll_##slot = mca_coll_themis_##slot;
+    THEMIS_SLOTS(TAKE)
+#undef TAKE
     return &m->super;
 }
