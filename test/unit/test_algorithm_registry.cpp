@@ -140,16 +140,6 @@ class StepLog : public Transport {
     Transport &inner_;
 };
 
-class Sum : public Reducer {
-  public:
-    void reduce(void *dst, const void *src, size_t bytes) override {
-        auto *d = static_cast<int64_t *>(dst);
-        auto *s = static_cast<const int64_t *>(src);
-        for (size_t i = 0; i < bytes / sizeof(int64_t); ++i) d[i] += s[i];
-    }
-    size_t element_bytes() const override { return sizeof(int64_t); }
-};
-
 constexpr int kElements = 3; // per block
 
 int64_t value(int rank, int element) { return 1000 * rank + element + 1; }
@@ -171,7 +161,7 @@ struct StageRun {
                                      StageRun &out) {
     const Topology topo({themis_test::dim(n, 1e9, 0, row.id)});
     LoopbackNetwork net(topo, /*rendezvous=*/true);
-    Sum sum;
+    themis_test::PlusReducer<int64_t> sum;
     std::vector<HostMemory> memory(n);
     std::vector<PlanOp> ops(n);
     std::vector<std::unique_ptr<StageAlgorithm>> stages;

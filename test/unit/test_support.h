@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "topology.h"
+#include "transport.h"
 
 namespace themis_test {
 
@@ -108,6 +109,17 @@ class ThreadAgree {
     std::vector<double> max_, result_;
     std::mutex mutex_;
     std::condition_variable done_;
+};
+
+// dst += src over elements of T (wrapping for unsigned T).
+template <typename T> class PlusReducer : public themis::Reducer {
+  public:
+    void reduce(void *dst, const void *src, size_t bytes) override {
+        T *d = static_cast<T *>(dst);
+        const T *s = static_cast<const T *>(src);
+        for (size_t i = 0; i < bytes / sizeof(T); ++i) d[i] += s[i];
+    }
+    size_t element_bytes() const override { return sizeof(T); }
 };
 
 } // namespace themis_test

@@ -16,16 +16,6 @@ using namespace themis;
 
 namespace {
 
-class FloatSum : public Reducer {
-  public:
-    void reduce(void *dst, const void *src, size_t bytes) override {
-        auto *d = static_cast<float *>(dst);
-        auto *s = static_cast<const float *>(src);
-        for (size_t i = 0; i < bytes / sizeof(float); ++i) d[i] += s[i];
-    }
-    size_t element_bytes() const override { return sizeof(float); }
-};
-
 // One rank's view of the shared network, every call under the network's lock.
 class Locked : public Transport {
   public:
@@ -109,7 +99,7 @@ std::vector<std::vector<DimensionChoice>> choose(bool slow_single_copy) {
             Slow slow_cma(cma, std::chrono::microseconds(20000));
             Transport &b = slow_single_copy ? static_cast<Transport &>(base) : slow_base;
             Transport &c = slow_single_copy ? static_cast<Transport &>(slow_cma) : cma;
-            FloatSum sum;
+            themis_test::PlusReducer<float> sum;
             out[size_t(r)] = choose_transports(topo, r, b, c, {true, true}, sum,
                                                [&](std::vector<double> &v) { agree.agree(v); }, settings);
         });
@@ -139,7 +129,7 @@ TEST(TransportChoice, DimensionsNotCandidatesAreLeftAlone) {
     const Topology topo = parse_topology("2x2");
     LoopbackNetwork net(topo, false);
     // No candidate: nothing runs, so one rank alone can call it.
-    FloatSum sum;
+    themis_test::PlusReducer<float> sum;
     CmaTransport cma(net.transport(0), {false, false});
     TransportChoiceSettings settings;
     const auto c = choose_transports(topo, 0, net.transport(0), cma, {false, false}, sum,
