@@ -30,6 +30,7 @@
  * status is 1 when M > 0, 2 on bad options.
  */
 #include <mpi.h>
+#include <mpi-ext.h> /* MPIX_*_init: Open MPI's pcollreq extension */
 
 #include <complex.h>
 #include <float.h>
@@ -65,10 +66,10 @@ static const char *const coll_names[] = {"allreduce", "reduce_scatter", "reduce_
                                          "allgather", "reduce", "iallreduce", "scan"};
 
 enum { F_SIZES, F_TYPES, F_DERIVED, F_USEROP, F_SELF, F_OTHERS, F_MANY, F_CYCLES,
-       F_QUIRKS, F_HOLES, F_NONBLOCKING, F_COUNT };
+       F_QUIRKS, F_HOLES, F_NONBLOCKING, F_PERSISTENT, F_COUNT };
 static const char *const family_names[] = {"sizes", "types", "derived", "userop", "self",
                                            "others", "many", "cycles", "quirks", "holes",
-                                           "nonblocking"};
+                                           "nonblocking", "persistent"};
 
 enum { CM_WORLD, CM_DUP, CM_REV, CM_HALF, CM_COUNT };
 static const char *const comm_kinds[] = {"world", "dup", "rev", "half"};
@@ -1930,8 +1931,8 @@ static void nb_start(comm_info *c, nb_call *x, int form, int count, int k, MPI_R
     check_rc(ck, rc, coll_names[form]);
 }
 
-/* Checks and frees a completed call started with request number k. */
-static void nb_finish(comm_info *c, nb_call *x, int k, check_t *ck)
+/* Checks a completed call whose inputs were those of request number k. */
+static void nb_check(comm_info *c, const nb_call *x, int k, check_t *ck)
 {
     const int n = c->size;
     const int total = x->form == C_ALLREDUCE || x->form == C_ALLGATHER ? x->count * (x->form == C_ALLGATHER ? n : 1) : x->count;
@@ -1945,6 +1946,12 @@ static void nb_finish(comm_info *c, nb_call *x, int k, check_t *ck)
             break;
         }
     }
+}
+
+/* Checks and frees a completed call started with request number k. */
+static void nb_finish(comm_info *c, nb_call *x, int k, check_t *ck)
+{
+    nb_check(c, x, k, ck);
     free(x->in);
     free(x->out);
 }
@@ -2021,6 +2028,74 @@ static void nb_free_completed(comm_info *c)
     check_end(&ck);
 }
 
+/* persistent: one persistent request of each of the four forms (MPIX_*_init) on c, started
+ * together three times with MPI_Startall, new inputs each round (round r = request number
+ * r: the closed forms above), then freed; the communicator is set up by a blocking call
+ * first, as themis needs. */
+static void family_persistent(void)
+{
+#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+    for (int ci = 0; ci < g_ncomms; ci++) {
+        comm_info *c = &g_comms[ci];
+        warm_up(c);
+        const int n = c->size, count = (int) themis_count(c, sizeof(int), false);
+        const int per_rank = count / n + 1;
+        nb_call calls[C_MAIN_COLLS];
+        MPI_Request reqs[C_MAIN_COLLS];
+        int *counts = xmalloc((size_t) n * sizeof(int));
+        for (int r = 0; r < n; r++) counts[r] = per_rank;
+        check_t ck;
+        check_start(&ck, "persistent forms comm=%s count=%d, 3 MPI_Startall rounds", c->name, count);
+        for (int f = 0; f < C_MAIN_COLLS; f++) {
+            nb_call *x = &calls[f];
+            x->form = f, x->count = f == C_ALLREDUCE ? count : per_rank;
+            const size_t total = (size_t) (f == C_ALLREDUCE ? count : per_rank * n);
+            x->in = xmalloc(total * sizeof(int));
+            x->out = xmalloc(total * sizeof(int));
+            int rc;
+            switch (f) {
+            case C_ALLREDUCE:
+                rc = MPIX_Allreduce_init(x->in, x->out, count, MPI_INT, MPI_SUM, c->comm,
+                                         MPI_INFO_NULL, &reqs[f]);
+                break;
+            case C_REDUCE_SCATTER:
+                rc = MPIX_Reduce_scatter_init(x->in, x->out, counts, MPI_INT, MPI_SUM, c->comm,
+                                              MPI_INFO_NULL, &reqs[f]);
+                break;
+            case C_REDUCE_SCATTER_BLOCK:
+                rc = MPIX_Reduce_scatter_block_init(x->in, x->out, per_rank, MPI_INT, MPI_SUM,
+                                                    c->comm, MPI_INFO_NULL, &reqs[f]);
+                break;
+            default:
+                rc = MPIX_Allgather_init(x->in + (size_t) c->rank * per_rank, per_rank, MPI_INT,
+                                         x->out, per_rank, MPI_INT, c->comm, MPI_INFO_NULL,
+                                         &reqs[f]);
+            }
+            check_rc(&ck, rc, coll_names[f]);
+        }
+        for (int round = 0; round < 3; round++) {
+            for (int f = 0; f < C_MAIN_COLLS; f++) {
+                const int total = f == C_ALLREDUCE ? count : per_rank * n;
+                for (int i = 0; i < total; i++) calls[f].in[i] = nb_value(c->rank, i, round);
+                memset(calls[f].out, 0xff, (size_t) total * sizeof(int));
+            }
+            check_rc(&ck, MPI_Startall(C_MAIN_COLLS, reqs), "MPI_Startall");
+            check_rc(&ck, MPI_Waitall(C_MAIN_COLLS, reqs, MPI_STATUSES_IGNORE), "MPI_Waitall");
+            for (int f = 0; f < C_MAIN_COLLS; f++) nb_check(c, &calls[f], round, &ck);
+        }
+        for (int f = 0; f < C_MAIN_COLLS; f++) {
+            check_rc(&ck, MPI_Request_free(&reqs[f]), "MPI_Request_free");
+            free(calls[f].in);
+            free(calls[f].out);
+        }
+        free(counts);
+        check_end(&ck);
+    }
+#else
+    if (g_rank == 0) printf("themis_mpi_check: no pcollreq extension: persistent family skipped\n");
+#endif
+}
+
 static void family_nonblocking(void)
 {
     for (int ci = 0; ci < g_ncomms; ci++) {
@@ -2040,7 +2115,7 @@ static void usage(void)
     printf(
         "usage: themis_mpi_check [options]\n"
         "  --tests LIST        families: sizes,types,derived,userop,self,others,many,cycles,\n"
-        "                      quirks,holes,nonblocking, all (default) or none\n"
+        "                      quirks,holes,nonblocking,persistent, all (default) or none\n"
         "  --collectives LIST  allreduce,reduce_scatter,reduce_scatter_block,allgather or all\n"
         "  --comms LIST        world,dup,rev,half or all (default all): MPI_COMM_WORLD, a dup\n"
         "                      (chk_dup), a split with ranks reversed (chk_rev), halves split\n"
@@ -2221,7 +2296,7 @@ int main(int argc, char **argv)
     static void (*const families[F_COUNT])(void) = {
         family_sizes, family_types, family_derived, family_userop, family_self,
         family_others, family_many, family_cycles, family_quirks, family_holes,
-        family_nonblocking};
+        family_nonblocking, family_persistent};
     const double t_start = MPI_Wtime();
     if (opt.big) {
         family_big();

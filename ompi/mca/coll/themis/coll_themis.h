@@ -32,8 +32,8 @@ enum { THEMIS_CUDA_IPC_AUTO = 0, THEMIS_CUDA_IPC_OFF = 1 };
 
 /* Every coll slot themis takes over, once: X(slot, ID) with the slot's name in Open MPI's
  * module (coll_<slot>, mca_coll_base_module_<slot>_fn_t) and its index for per-slot
- * bookkeeping (THEMIS_COLL_<ID>). The blocking forms, then the nonblocking ones in the
- * same order. Everything per slot (saved previous layer, its lifetime, the module's
+ * bookkeeping (THEMIS_COLL_<ID>). The blocking forms, then the nonblocking and the
+ * persistent ones in the same order. Everything per slot (saved previous layer, its lifetime, the module's
  * functions, the stats names) is generated from this list. */
 #define THEMIS_SLOTS(X)                                                                        \
     X(allreduce, ALLREDUCE)                                                                    \
@@ -43,7 +43,11 @@ enum { THEMIS_CUDA_IPC_AUTO = 0, THEMIS_CUDA_IPC_OFF = 1 };
     X(iallreduce, IALLREDUCE)                                                                  \
     X(ireduce_scatter, IREDUCE_SCATTER)                                                        \
     X(ireduce_scatter_block, IREDUCE_SCATTER_BLOCK)                                            \
-    X(iallgather, IALLGATHER)
+    X(iallgather, IALLGATHER)                                                                  \
+    X(allreduce_init, ALLREDUCE_INIT)                                                          \
+    X(reduce_scatter_init, REDUCE_SCATTER_INIT)                                                \
+    X(reduce_scatter_block_init, REDUCE_SCATTER_BLOCK_INIT)                                    \
+    X(allgather_init, ALLGATHER_INIT)
 
 #define THEMIS_SLOT_INDEX(slot, id) THEMIS_COLL_##id,
 enum { THEMIS_SLOTS(THEMIS_SLOT_INDEX) THEMIS_COLL_COUNT };
@@ -157,6 +161,27 @@ int mca_coll_themis_iallgather(const void *sbuf, int scount, struct ompi_datatyp
                                void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
                                struct ompi_communicator_t *comm, ompi_request_t **request,
                                mca_coll_base_module_t *module);
+
+/* Persistent forms (MPIX_*_init of the pcollreq extension): every MPI_Start runs the
+ * nonblocking form's path on the request made here. */
+int mca_coll_themis_allreduce_init(const void *sbuf, void *rbuf, int count,
+                                   struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                   struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                                   ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_themis_reduce_scatter_init(const void *sbuf, void *rbuf, const int *rcounts,
+                                        struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                        struct ompi_communicator_t *comm,
+                                        struct ompi_info_t *info, ompi_request_t **request,
+                                        mca_coll_base_module_t *module);
+int mca_coll_themis_reduce_scatter_block_init(const void *sbuf, void *rbuf, int rcount,
+                                              struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                              struct ompi_communicator_t *comm,
+                                              struct ompi_info_t *info, ompi_request_t **request,
+                                              mca_coll_base_module_t *module);
+int mca_coll_themis_allgather_init(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                                   void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
+                                   struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                                   ompi_request_t **request, mca_coll_base_module_t *module);
 
 /* coll_themis_component.c: prints a message of help-coll-themis.txt from this
  * process; whether this is the job's first process (to print a message once). */

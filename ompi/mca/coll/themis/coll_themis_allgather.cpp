@@ -184,3 +184,31 @@ extern "C" int mca_coll_themis_iallgather(const void *sbuf, int scount,
                                           request, m->previous_iallgather_module);
         });
 }
+
+extern "C" int mca_coll_themis_allgather_init(const void *sbuf, int scount,
+                                              struct ompi_datatype_t *sdtype, void *rbuf,
+                                              int rcount, struct ompi_datatype_t *rdtype,
+                                              struct ompi_communicator_t *comm,
+                                              struct ompi_info_t *info, ompi_request_t **request,
+                                              mca_coll_base_module_t *module) {
+    const char *unsupported = allgather_unsupported(rcount, rdtype, comm);
+    return init_or_delegate(
+        module, comm, THEMIS_COLL_ALLGATHER_INIT, "MPIX_Allgather_init", unsupported,
+        any_on_device(sbuf, rbuf), request, objects(comm, sdtype, rdtype),
+        [=](Context &ctx) {
+            return prepare_allgather(ctx, sbuf, scount, sdtype, rbuf, rcount, rdtype);
+        },
+        [=] {
+#if THEMIS_HAVE_CUDA
+            return allgather_on_device(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, module,
+                                       THEMIS_COLL_ALLGATHER_INIT, "MPIX_Allgather_init",
+                                       unsupported, false);
+#else
+            return OMPI_ERR_NOT_SUPPORTED; // no device buffers without CUDA
+#endif
+        },
+        [&](mca_coll_themis_module_t *m) {
+            return m->previous_allgather_init(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
+                                              info, request, m->previous_allgather_init_module);
+        });
+}

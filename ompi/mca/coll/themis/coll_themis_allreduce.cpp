@@ -158,3 +158,28 @@ extern "C" int mca_coll_themis_iallreduce(const void *sbuf, void *rbuf, int coun
                                           m->previous_iallreduce_module);
         });
 }
+
+extern "C" int mca_coll_themis_allreduce_init(const void *sbuf, void *rbuf, int count,
+                                              struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                              struct ompi_communicator_t *comm,
+                                              struct ompi_info_t *info, ompi_request_t **request,
+                                              mca_coll_base_module_t *module) {
+    const char *unsupported = allreduce_unsupported(count, dtype, op);
+    return init_or_delegate(
+        module, comm, THEMIS_COLL_ALLREDUCE_INIT, "MPIX_Allreduce_init", unsupported,
+        any_on_device(sbuf, rbuf), request, objects(comm, dtype, op),
+        [=](Context &ctx) { return prepare_allreduce(ctx, sbuf, rbuf, count, dtype, op); },
+        [=] {
+#if THEMIS_HAVE_CUDA
+            return allreduce_on_device(sbuf, rbuf, count, dtype, op, comm, module,
+                                       THEMIS_COLL_ALLREDUCE_INIT, "MPIX_Allreduce_init",
+                                       unsupported, false);
+#else
+            return OMPI_ERR_NOT_SUPPORTED; // no device buffers without CUDA
+#endif
+        },
+        [&](mca_coll_themis_module_t *m) {
+            return m->previous_allreduce_init(sbuf, rbuf, count, dtype, op, comm, info, request,
+                                              m->previous_allreduce_init_module);
+        });
+}

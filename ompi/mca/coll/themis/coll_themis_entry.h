@@ -23,6 +23,8 @@
 #include "coll_themis_request.h"
 
 #include <functional>
+#include <memory>
+#include <vector>
 
 namespace themis {
 
@@ -118,6 +120,87 @@ int start_or_delegate(mca_coll_base_module_t *module, ompi_communicator_t *comm,
         [&](Context &ctx) {
             int rc = start_request(std::make_unique<EngineCall>(comm, ctx, prepare(ctx)), request);
             if (rc != OMPI_SUCCESS) throw std::runtime_error("starting the request failed");
+        },
+        previous, SetUp::Never);
+}
+
+// Whether either buffer is device memory (CUDA builds).
+inline bool any_on_device(const void *a, const void *b) {
+#if THEMIS_HAVE_CUDA
+    return cuda::on_device(a) || cuda::on_device(b);
+#else
+    (void) a;
+    (void) b;
+    return false;
+#endif
+}
+
+// Open MPI objects (communicator, datatypes, op) as the objects they derive from.
+template <typename... T> std::vector<opal_object_t *> objects(T *...p) {
+    return {reinterpret_cast<opal_object_t *>(p)...};
+}
+
+// What a persistent request keeps alive between its runs: the communicator (and with it
+// the engine), the datatypes and the op, which the user may free after the init call.
+class Retained {
+  public:
+    explicit Retained(std::vector<opal_object_t *> objects) : objects_(std::move(objects)) {
+        for (opal_object_t *o : objects_) OBJ_RETAIN(o);
+    }
+    ~Retained() {
+        for (opal_object_t *o : objects_) OBJ_RELEASE(o);
+    }
+    Retained(const Retained &) = delete;
+    Retained &operator=(const Retained &) = delete;
+
+  private:
+    std::vector<opal_object_t *> objects_;
+};
+
+// A run that ended before MPI_Start returned (device buffers run their blocking path, as
+// the nonblocking forms do): its request completes at the next progress, with its error.
+class FinishedCall : public PendingCall {
+  public:
+    explicit FinishedCall(int rc) : rc_(rc) {}
+    bool progress() override {
+        if (rc_ != OMPI_SUCCESS) throw std::runtime_error("the collective failed (said above)");
+        return true;
+    }
+
+  private:
+    int rc_;
+};
+
+// The persistent form (MPIX_*_init): decided like the nonblocking form, at init (a
+// communicator set up by a blocking call, an eligible call); then every MPI_Start runs
+// `prepare` on the engine. With a device buffer every MPI_Start runs `device()` instead
+// (the device path, deciding per run as the blocking form does; an MPI return code): the
+// module below cannot take device buffers. `keep`: what the request holds until freed.
+template <typename Prepare, typename Device, typename Previous>
+int init_or_delegate(mca_coll_base_module_t *module, ompi_communicator_t *comm, int collective,
+                     const char *name, const char *unsupported, bool on_device,
+                     ompi_request_t **request, std::vector<opal_object_t *> keep,
+                     Prepare prepare, Device device, Previous previous) {
+    if (on_device) {
+        auto kept = std::make_shared<Retained>(std::move(keep));
+        return persistent_request(
+            [=]() -> std::unique_ptr<PendingCall> {
+                (void) kept; // held as long as the request
+                return std::make_unique<FinishedCall>(device());
+            },
+            request);
+    }
+    return run_or_delegate(
+        module, comm, collective, name, unsupported,
+        [&](Context &ctx) {
+            auto kept = std::make_shared<Retained>(std::move(keep));
+            Context *c = &ctx;
+            Starter start = [=]() -> std::unique_ptr<PendingCall> {
+                (void) kept;
+                return std::make_unique<EngineCall>(comm, *c, prepare(*c));
+            };
+            if (persistent_request(std::move(start), request) != OMPI_SUCCESS)
+                throw std::runtime_error("making the persistent request failed");
         },
         previous, SetUp::Never);
 }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <stdexcept>
 #include <vector>
 
@@ -26,7 +27,14 @@ std::vector<Outstanding> &outstanding() {
     return calls;
 }
 
+// Persistent requests and what starts each of their runs.
+std::map<ompi_request_t *, Starter> &starters() {
+    static std::map<ompi_request_t *, Starter> all;
+    return all;
+}
+
 void release(ompi_request_t *request) {
+    starters().erase(request);
     OMPI_REQUEST_FINI(request);
     OBJ_RELEASE(request);
 }
@@ -84,11 +92,11 @@ int progress_calls() {
     return completed;
 }
 
-ompi_request_t *new_request() {
+ompi_request_t *new_request(bool persistent = false) {
     ompi_request_t *request = OBJ_NEW(ompi_request_t);
     if (request == nullptr) throw std::bad_alloc();
-    OMPI_REQUEST_INIT(request, false);
-    request->req_state = OMPI_REQUEST_ACTIVE;
+    OMPI_REQUEST_INIT(request, persistent);
+    request->req_state = persistent ? OMPI_REQUEST_INACTIVE : OMPI_REQUEST_ACTIVE;
     request->req_type = OMPI_REQUEST_COLL;
     request->req_free = free_request;
     std::memset(&request->req_status, 0, sizeof request->req_status);
@@ -97,16 +105,45 @@ ompi_request_t *new_request() {
 
 bool registered = false; // the progress callback, from the first call to component close
 
-} // namespace
-
-int start_request(std::unique_ptr<PendingCall> call, ompi_request_t **request) {
+// Hands a started call to the progress loop; it completes `request`.
+void track(ompi_request_t *request, std::unique_ptr<PendingCall> call) {
     // Registered once: an idle callback costs one test.
     if (!registered) {
         opal_progress_register(progress_calls);
         registered = true;
     }
+    outstanding().push_back({request, std::move(call), false});
+}
+
+// req_start of a persistent request (MPI_Start, MPI_Startall): one run each.
+int start_persistent(size_t count, ompi_request_t **requests) {
+    for (size_t i = 0; i < count; ++i) {
+        ompi_request_t *request = requests[i];
+        request->req_state = OMPI_REQUEST_ACTIVE;
+        request->req_complete = REQUEST_PENDING;
+        std::memset(&request->req_status, 0, sizeof request->req_status);
+        try {
+            track(request, starters().at(request)());
+        } catch (const std::exception &e) {
+            request->req_status.MPI_ERROR = report_failure("MPI_Start of a persistent collective", e);
+            ompi_request_complete(request, true);
+        }
+    }
+    return OMPI_SUCCESS;
+}
+
+} // namespace
+
+int start_request(std::unique_ptr<PendingCall> call, ompi_request_t **request) {
     *request = new_request();
-    outstanding().push_back({*request, std::move(call), false});
+    track(*request, std::move(call));
+    return OMPI_SUCCESS;
+}
+
+int persistent_request(Starter start, ompi_request_t **request) {
+    *request = new_request(true);
+    (*request)->req_start = start_persistent;
+    starters()[*request] = std::move(start);
     return OMPI_SUCCESS;
 }
 

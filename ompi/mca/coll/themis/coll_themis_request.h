@@ -11,6 +11,7 @@
 
 #include "ompi/request/request.h"
 
+#include <functional>
 #include <memory>
 
 namespace themis {
@@ -25,6 +26,12 @@ class PendingCall {
 
 // Hands `call` to the progress loop and returns its request in *request.
 int start_request(std::unique_ptr<PendingCall> call, ompi_request_t **request);
+
+// A persistent request (MPIX_*_init): inactive until MPI_Start, which calls `start` for
+// this run's PendingCall and hands it to the progress loop like a nonblocking call; after
+// completion it is inactive again, until the next MPI_Start or MPI_Request_free.
+using Starter = std::function<std::unique_ptr<PendingCall>()>;
+int persistent_request(Starter start, ompi_request_t **request);
 
 // A request already complete with `rc` (a call that finished before returning).
 int completed_request(int rc, ompi_request_t **request);
