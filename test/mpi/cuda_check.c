@@ -21,6 +21,7 @@
  * (local rank % devices): several ranks may share one GPU. */
 #include <dlfcn.h>
 #include <mpi.h>
+#include <mpi-ext.h> /* MPIX_Allreduce_init (pcollreq) */
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -224,6 +225,42 @@ static void small_repeat_case(int calls)
     }
     free_buf(&s);
     free_buf(&r);
+}
+
+/* A persistent All-Reduce over device buffers (MPIX_Allreduce_init): started three times,
+ * new input each time, every result exact. */
+static void persistent_case(size_t count)
+{
+#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+    const size_t bytes = count * sizeof(int32_t);
+    int32_t *h = malloc(bytes);
+    struct buf s = alloc_buf(on_dev(0), bytes), r = alloc_buf(on_dev(1), bytes);
+    MPI_Request req;
+    int rc = MPIX_Allreduce_init(s.p, r.p, (int) count, MPI_INT, MPI_SUM, MPI_COMM_WORLD,
+                                 MPI_INFO_NULL, &req);
+    if (rc != MPI_SUCCESS) fail("persistent allreduce init: error %d", rc);
+    for (int c = 0; rc == MPI_SUCCESS && c < 3; ++c) {
+        for (size_t i = 0; i < count; ++i) h[i] = (int32_t) (input(0, rank, i) + c);
+        put(&s, h);
+        rc = MPI_Start(&req);
+        if (rc == MPI_SUCCESS) rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS) fail("persistent allreduce start %d: error %d", c, rc);
+        get(&r, h, "persistent allreduce");
+        for (size_t i = 0; i < count; ++i)
+            if (h[i] != (int32_t) (expected(0, i) + (double) c * size)) {
+                fail("persistent allreduce start %d: element %zu is %d, expected %g", c, i, h[i],
+                     expected(0, i) + (double) c * size);
+                break;
+            }
+        ++checks;
+    }
+    MPI_Request_free(&req);
+    free_buf(&s);
+    free_buf(&r);
+    free(h);
+#else
+    (void) count;
+#endif
 }
 
 static void allreduce_case(enum kind k, int op, size_t count, int in_place)
@@ -572,6 +609,7 @@ int main(int argc, char **argv)
     allgather_case(big / 2, 0, 1);
     allgather_case(small, 0, 0);
     small_repeat_case(20);
+    persistent_case(big);
 
     if (fake_counters) { /* the emulated driver says which path ran */
         fake_counters(after);

@@ -278,25 +278,24 @@ extern "C" int mca_coll_themis_ireduce_scatter_block(const void *sbuf, void *rbu
         });
 }
 
-extern "C" int mca_coll_themis_reduce_scatter_init(const void *sbuf, void *rbuf,
-                                                   const int *rcounts,
-                                                   struct ompi_datatype_t *dtype,
-                                                   struct ompi_op_t *op,
-                                                   struct ompi_communicator_t *comm,
-                                                   struct ompi_info_t *info,
-                                                   ompi_request_t **request,
-                                                   mca_coll_base_module_t *module) {
-    const std::vector<int> counts(rcounts, rcounts + ompi_comm_size(comm));
+namespace {
+
+// The persistent forms of both: MPI_Reduce_scatter_block is MPI_Reduce_scatter with equal
+// counts, on the device path too (its module below gets the counts array).
+template <typename PreviousInit>
+int reduce_scatter_init(const void *sbuf, void *rbuf, const std::vector<int> &counts,
+                        ompi_datatype_t *dtype, ompi_op_t *op, ompi_communicator_t *comm,
+                        ompi_request_t **request, mca_coll_base_module_t *module, int collective,
+                        const char *name, PreviousInit previous_init) {
     const char *unsupported = unsupported_for(dtype, op, total_of(counts));
     return init_or_delegate(
-        module, comm, THEMIS_COLL_REDUCE_SCATTER_INIT, "MPIX_Reduce_scatter_init", unsupported,
-        any_on_device(sbuf, rbuf), request, objects(comm, dtype, op),
+        module, comm, collective, name, unsupported, any_on_device(sbuf, rbuf), request,
+        objects(comm, dtype, op),
         [=](Context &ctx) { return prepare_reduce_scatter(ctx, sbuf, rbuf, counts, dtype, op); },
         [=] {
 #if THEMIS_HAVE_CUDA
             return reduce_scatter_on_device(
-                sbuf, rbuf, counts, dtype, op, comm, module, THEMIS_COLL_REDUCE_SCATTER_INIT,
-                "MPIX_Reduce_scatter_init", unsupported, false,
+                sbuf, rbuf, counts, dtype, op, comm, module, collective, name, unsupported, false,
                 [&](mca_coll_themis_module_t *m, const void *s, void *r) {
                     return m->previous_reduce_scatter(s, r, counts.data(), dtype, op, comm,
                                                       m->previous_reduce_scatter_module);
@@ -305,6 +304,22 @@ extern "C" int mca_coll_themis_reduce_scatter_init(const void *sbuf, void *rbuf,
             return OMPI_ERR_NOT_SUPPORTED; // no device buffers without CUDA
 #endif
         },
+        previous_init);
+}
+
+} // namespace
+
+extern "C" int mca_coll_themis_reduce_scatter_init(const void *sbuf, void *rbuf,
+                                                   const int *rcounts,
+                                                   struct ompi_datatype_t *dtype,
+                                                   struct ompi_op_t *op,
+                                                   struct ompi_communicator_t *comm,
+                                                   struct ompi_info_t *info,
+                                                   ompi_request_t **request,
+                                                   mca_coll_base_module_t *module) {
+    return reduce_scatter_init(
+        sbuf, rbuf, std::vector<int>(rcounts, rcounts + ompi_comm_size(comm)), dtype, op, comm,
+        request, module, THEMIS_COLL_REDUCE_SCATTER_INIT, "MPIX_Reduce_scatter_init",
         [&](mca_coll_themis_module_t *m) {
             return m->previous_reduce_scatter_init(sbuf, rbuf, rcounts, dtype, op, comm, info,
                                                    request, m->previous_reduce_scatter_init_module);
@@ -319,25 +334,9 @@ extern "C" int mca_coll_themis_reduce_scatter_block_init(const void *sbuf, void 
                                                          struct ompi_info_t *info,
                                                          ompi_request_t **request,
                                                          mca_coll_base_module_t *module) {
-    const std::vector<int> counts(ompi_comm_size(comm), rcount);
-    const char *unsupported = unsupported_for(dtype, op, total_of(counts));
-    return init_or_delegate(
-        module, comm, THEMIS_COLL_REDUCE_SCATTER_BLOCK_INIT, "MPIX_Reduce_scatter_block_init",
-        unsupported, any_on_device(sbuf, rbuf), request, objects(comm, dtype, op),
-        [=](Context &ctx) { return prepare_reduce_scatter(ctx, sbuf, rbuf, counts, dtype, op); },
-        [=] {
-#if THEMIS_HAVE_CUDA
-            return reduce_scatter_on_device(
-                sbuf, rbuf, counts, dtype, op, comm, module, THEMIS_COLL_REDUCE_SCATTER_BLOCK_INIT,
-                "MPIX_Reduce_scatter_block_init", unsupported, false,
-                [&](mca_coll_themis_module_t *m, const void *s, void *r) {
-                    return m->previous_reduce_scatter_block(
-                        s, r, rcount, dtype, op, comm, m->previous_reduce_scatter_block_module);
-                });
-#else
-            return OMPI_ERR_NOT_SUPPORTED; // no device buffers without CUDA
-#endif
-        },
+    return reduce_scatter_init(
+        sbuf, rbuf, std::vector<int>(ompi_comm_size(comm), rcount), dtype, op, comm, request,
+        module, THEMIS_COLL_REDUCE_SCATTER_BLOCK_INIT, "MPIX_Reduce_scatter_block_init",
         [&](mca_coll_themis_module_t *m) {
             return m->previous_reduce_scatter_block_init(
                 sbuf, rbuf, rcount, dtype, op, comm, info, request,
