@@ -219,29 +219,44 @@ extern "C" int mca_coll_themis_reduce_scatter_block(const void *sbuf, void *rbuf
         });
 }
 
+namespace {
+
+// The nonblocking forms of both: MPI_Ireduce_scatter_block is MPI_Ireduce_scatter with
+// equal counts, on the device path too (its module below gets the counts array).
+template <typename PreviousNonblocking>
+int ireduce_scatter(const void *sbuf, void *rbuf, const std::vector<int> &counts,
+                    ompi_datatype_t *dtype, ompi_op_t *op, ompi_communicator_t *comm,
+                    ompi_request_t **request, mca_coll_base_module_t *module, int collective,
+                    const char *name, PreviousNonblocking previous_nonblocking) {
+    const char *unsupported = unsupported_for(dtype, op, total_of(counts));
+#if THEMIS_HAVE_CUDA
+    if (cuda::on_device(sbuf) || cuda::on_device(rbuf))
+        return completed_request(
+            reduce_scatter_on_device(
+                sbuf, rbuf, counts, dtype, op, comm, module, collective, name, unsupported, false,
+                [&](mca_coll_themis_module_t *m, const void *s, void *r) {
+                    return m->previous_reduce_scatter(s, r, counts.data(), dtype, op, comm,
+                                                      m->previous_reduce_scatter_module);
+                }),
+            request);
+#endif
+    return start_or_delegate(
+        module, comm, collective, name, unsupported, request,
+        [&](Context &ctx) { return prepare_reduce_scatter(ctx, sbuf, rbuf, counts, dtype, op); },
+        previous_nonblocking);
+}
+
+} // namespace
+
 extern "C" int mca_coll_themis_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
                                                struct ompi_datatype_t *dtype,
                                                struct ompi_op_t *op,
                                                struct ompi_communicator_t *comm,
                                                ompi_request_t **request,
                                                mca_coll_base_module_t *module) {
-    const std::vector<int> counts(rcounts, rcounts + ompi_comm_size(comm));
-    const char *unsupported = unsupported_for(dtype, op, total_of(counts));
-#if THEMIS_HAVE_CUDA
-    if (cuda::on_device(sbuf) || cuda::on_device(rbuf))
-        return completed_request(
-            reduce_scatter_on_device(
-                sbuf, rbuf, counts, dtype, op, comm, module, THEMIS_COLL_IREDUCE_SCATTER,
-                "MPI_Ireduce_scatter", unsupported, false,
-                [&](mca_coll_themis_module_t *m, const void *s, void *r) {
-                    return m->previous_reduce_scatter(s, r, rcounts, dtype, op, comm,
-                                                      m->previous_reduce_scatter_module);
-                }),
-            request);
-#endif
-    return start_or_delegate(
-        module, comm, THEMIS_COLL_IREDUCE_SCATTER, "MPI_Ireduce_scatter", unsupported, request,
-        [&](Context &ctx) { return prepare_reduce_scatter(ctx, sbuf, rbuf, counts, dtype, op); },
+    return ireduce_scatter(
+        sbuf, rbuf, std::vector<int>(rcounts, rcounts + ompi_comm_size(comm)), dtype, op, comm,
+        request, module, THEMIS_COLL_IREDUCE_SCATTER, "MPI_Ireduce_scatter",
         [&](mca_coll_themis_module_t *m) {
             return m->previous_ireduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, request,
                                                m->previous_ireduce_scatter_module);
@@ -254,24 +269,9 @@ extern "C" int mca_coll_themis_ireduce_scatter_block(const void *sbuf, void *rbu
                                                      struct ompi_communicator_t *comm,
                                                      ompi_request_t **request,
                                                      mca_coll_base_module_t *module) {
-    const std::vector<int> counts(ompi_comm_size(comm), rcount);
-    const char *unsupported = unsupported_for(dtype, op, total_of(counts));
-#if THEMIS_HAVE_CUDA
-    if (cuda::on_device(sbuf) || cuda::on_device(rbuf))
-        return completed_request(
-            reduce_scatter_on_device(
-                sbuf, rbuf, counts, dtype, op, comm, module, THEMIS_COLL_IREDUCE_SCATTER_BLOCK,
-                "MPI_Ireduce_scatter_block", unsupported, false,
-                [&](mca_coll_themis_module_t *m, const void *s, void *r) {
-                    return m->previous_reduce_scatter_block(
-                        s, r, rcount, dtype, op, comm, m->previous_reduce_scatter_block_module);
-                }),
-            request);
-#endif
-    return start_or_delegate(
-        module, comm, THEMIS_COLL_IREDUCE_SCATTER_BLOCK, "MPI_Ireduce_scatter_block", unsupported,
-        request,
-        [&](Context &ctx) { return prepare_reduce_scatter(ctx, sbuf, rbuf, counts, dtype, op); },
+    return ireduce_scatter(
+        sbuf, rbuf, std::vector<int>(ompi_comm_size(comm), rcount), dtype, op, comm, request,
+        module, THEMIS_COLL_IREDUCE_SCATTER_BLOCK, "MPI_Ireduce_scatter_block",
         [&](mca_coll_themis_module_t *m) {
             return m->previous_ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request,
                                                      m->previous_ireduce_scatter_block_module);
