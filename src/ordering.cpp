@@ -28,6 +28,7 @@ struct Running {
     size_t run; // index into Ordering::runs
     double latency_left;
     double bytes_left;
+    double size; // the stage's larger side, counted against the byte bound
 };
 
 class Simulation {
@@ -77,20 +78,32 @@ class Simulation {
         return best;
     }
 
+    // Whether a stage of `size` bytes may start on dimension d now (see the byte bound).
+    // Summed afresh (at most K terms): a running total would carry rounding residue.
+    bool fits(int d, double size) const {
+        if (params_.max_active_bytes <= 0) return true;
+        double running = 0;
+        for (const auto &r : running_[d]) running += r.size;
+        return running_[d].empty() || running + size <= params_.max_active_bytes;
+    }
+
     void start_ready() {
         for (int d = 0; d < topo_.num_dims(); ++d) {
             auto &q = queue_[d];
             while (!q.empty() && static_cast<int>(running_[d].size()) < params_.max_active) {
                 size_t i = pick(q);
                 Ready r = q[i];
+                // The picked stage is next in the dimension's order: if it does not fit,
+                // nothing starts before it.
+                if (!fits(d, r.key)) break;
                 q.erase(q.begin() + static_cast<long>(i));
                 const Stage &s = stage(r.ref);
                 const Dimension &dim = topo_.dim(d);
                 size_t run = r.run;
                 out_.runs[run].start = now_;
                 out_.dim_order[d].push_back(r.ref);
-                running_[d].push_back(
-                    {run, stage_latency(dim), stage_bytes_sent(dim, s.phase, s.input_bytes)});
+                running_[d].push_back({run, stage_latency(dim),
+                                       stage_bytes_sent(dim, s.phase, s.input_bytes), r.key});
             }
         }
     }

@@ -3,7 +3,11 @@
 // Every dimension keeps a queue of ready stages; a chunk's next stage becomes ready
 // when its previous stage completes. Up to K stages run at once per dimension: the
 // running stages share the dimension's bandwidth equally, while each pays its own
-// fixed delay (steps x latency, not shared) before it starts moving bytes.
+// fixed delay (steps x latency, not shared) before it starts moving bytes. With a byte
+// bound, a stage starts on a busy dimension only if its bytes fit under the bound with
+// those of the stages running there, as the engine does (engine.h): otherwise the
+// dimension waits for running stages to finish rather than start another stage out of
+// order.
 //
 //   FIFO  the stage that became ready first starts first
 //   SCF   Smallest Chunk First: the ready stage with the smallest larger side
@@ -31,6 +35,9 @@ const char *intra_policy_name(IntraPolicy p);
 struct OrderingParams {
     IntraPolicy intra = IntraPolicy::Scf;
     int max_active = 1; // K: stages running at once per dimension
+    // Bytes (each stage's larger side) running at once per dimension; 0: no bound. A
+    // stage larger than the bound still runs, alone.
+    double max_active_bytes = 0;
 };
 
 struct StageRef {

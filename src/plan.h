@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "ordering.h"
@@ -38,6 +39,16 @@ struct ByteRange {
     bool operator==(const ByteRange &o) const { return offset == o.offset && length == o.length; }
 };
 
+// PlanRequest::chunks asking the planner (planner.h) to choose the count.
+constexpr int kAutoChunks = 0;
+// The component's default coll_themis_chunks (coll_themis_component.c says the same), and
+// themis-sim's, so that both plan alike: at most 128 chunks, no chunk under the smallest.
+// Not auto: on the emulated 2x4 100/200 network the planner chose 16 chunks for 16 MiB
+// (predicted 99.5 % of the ideal; its simulation ignores coll_themis_max_active_bytes,
+// which lets only two 1 MiB stages run at once per dimension) and measured 81-94 %, where
+// 64 chunks measured 93-97 % (bench/RESULTS.md, "Planner: chunks on the network").
+constexpr int kDefaultChunks = 128;
+
 struct PlanRequest {
     Collective collective = Collective::AllReduce;
     uint64_t element_size = 1;
@@ -48,12 +59,21 @@ struct PlanRequest {
     std::vector<uint64_t> block_displs;
     // Chunks: 0 (kAutoChunks) lets the planner choose (planner.h); N asks for N. Either
     // way no chunk is smaller than min_chunk_bytes (0: no floor) or holds no data.
-    int chunks = 64;
+    int chunks = kDefaultChunks;
     uint64_t min_chunk_bytes = 0;
     SchedulerParams scheduler;
     OrderingParams ordering;
     int rank = 0;
 };
+
+// Every field of a request that shapes its plan, in one list: the plan cache compares and
+// hashes requests through it, so no field can be compared and forgotten by the hash.
+inline auto plan_request_key(const PlanRequest &r) {
+    return std::tie(r.collective, r.element_size, r.block_counts, r.block_displs, r.chunks,
+                    r.min_chunk_bytes, r.scheduler.policy, r.scheduler.load_model,
+                    r.scheduler.threshold, r.ordering.intra, r.ordering.max_active,
+                    r.ordering.max_active_bytes, r.rank);
+}
 
 // One stage of one chunk on one dimension, as this rank runs it.
 struct PlanOp {

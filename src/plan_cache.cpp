@@ -5,35 +5,26 @@
 
 namespace themis {
 
+namespace {
+
+void hash_field(Fnv1a &h, const std::vector<uint64_t> &v) {
+    h.value(v.size());
+    for (uint64_t x : v) h.value(x);
+}
+template <typename T> void hash_field(Fnv1a &h, const T &v) { h.value(v); }
+
+} // namespace
+
 uint64_t PlanCache::hash_of(const Topology &topo, const PlanRequest &req) {
     Fnv1a h;
     h.value(topo.fingerprint());
-    h.value(req.collective);
-    h.value(req.element_size);
-    for (uint64_t c : req.block_counts) h.value(c);
-    for (uint64_t d : req.block_displs) h.value(d);
-    h.value(req.chunks);
-    h.value(req.min_chunk_bytes);
-    h.value(req.scheduler.policy);
-    h.value(req.scheduler.load_model);
-    h.value(req.scheduler.threshold);
-    h.value(req.ordering.intra);
-    h.value(req.ordering.max_active);
-    h.value(req.rank);
+    std::apply([&h](const auto &...field) { (hash_field(h, field), ...); },
+               plan_request_key(req));
     return h.digest();
 }
 
 bool PlanCache::same(const Entry &e, const Topology &topo, const PlanRequest &req) {
-    const PlanRequest &a = e.req;
-    return e.topo == topo && a.collective == req.collective &&
-           a.element_size == req.element_size && a.block_counts == req.block_counts &&
-           a.block_displs == req.block_displs &&
-           a.chunks == req.chunks && a.min_chunk_bytes == req.min_chunk_bytes &&
-           a.scheduler.policy == req.scheduler.policy &&
-           a.scheduler.load_model == req.scheduler.load_model &&
-           a.scheduler.threshold == req.scheduler.threshold &&
-           a.ordering.intra == req.ordering.intra &&
-           a.ordering.max_active == req.ordering.max_active && a.rank == req.rank;
+    return e.topo == topo && plan_request_key(e.req) == plan_request_key(req);
 }
 
 std::shared_ptr<const Plan> PlanCache::get(const Topology &topo, const PlanRequest &req) {

@@ -26,14 +26,6 @@
 
 namespace themis {
 
-constexpr int kAutoChunks = 0;
-// The component's default coll_themis_chunks (coll_themis_component.c says the same), and
-// themis-sim's, so that both plan alike: at most 128 chunks, no chunk under the smallest.
-// Not auto: on the emulated 2x4 100/200 network the planner chose 16 chunks for 16 MiB
-// (predicted 99.5 % of the ideal; its simulation ignores coll_themis_max_active_bytes,
-// which lets only two 1 MiB stages run at once per dimension) and measured 81-94 %, where
-// 64 chunks measured 93-97 % (bench/RESULTS.md, "Planner: chunks on the network").
-constexpr int kDefaultChunks = 128;
 // The component's former default, measured best on the emulated networks at 64 MiB; more
 // chunks win under 2 % in the model (bench/RESULTS.md) and cost a 1024-rank plan's byte
 // layout in proportion.

@@ -64,6 +64,8 @@ One run:
                      first, ties to the oldest), fifo, or scf_newest (ties to the newest,
                      as the paper's reference code)
   --max-active K     stages running at once per dimension, sharing its bandwidth (default 1)
+  --max-active-bytes B  bytes of stages running at once per dimension, as the component's
+                     coll_themis_max_active_bytes (default 0: no bound)
   --load-model M     what the scheduler charges a dimension per stage: latency (default,
                      bandwidth time + steps x latency) or reference (bandwidth time only,
                      the paper's reference implementation)
@@ -208,6 +210,10 @@ const std::vector<OptionSpec> &option_specs() {
         {"max-active", true,
          [](Options &o, const std::string &v) {
              o.run.ordering.max_active = parse_int("max-active", v, 1, 1024);
+         }},
+        {"max-active-bytes", true,
+         [](Options &o, const std::string &v) {
+             o.run.ordering.max_active_bytes = v == "0" ? 0 : parse_size(v);
          }},
         {"load-model", true,
          [](Options &o, const std::string &v) {

@@ -29,7 +29,7 @@ for coll in allreduce allgather; do
     csv=$(ls "$OUT/$coll".cid*.rank$rank.csv 2>/dev/null | head -n 1)
     [ -n "$csv" ] || fail "$coll: rank $rank wrote no trace (log $log)"
     "$BUILDDIR/tools/themis-sim" --topology 2x2 --size 1MiB --collective "$coll" \
-      --max-active 4 --measured "$csv" >"$OUT/$coll.rank$rank.txt" 2>&1 ||
+      --max-active 4 --max-active-bytes 2MiB --measured "$csv" >"$OUT/$coll.rank$rank.txt" 2>&1 ||
       fail "$coll: themis-sim does not accept $csv: $(tail -n 1 "$OUT/$coll.rank$rank.txt")"
     grep -q '^completion' "$OUT/$coll.rank$rank.txt" || fail "$coll: no comparison for rank $rank"
   done

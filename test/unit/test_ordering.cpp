@@ -180,6 +180,52 @@ TEST(OrderingConcurrency, StageInLatencyDoesNotTakeBandwidth) {
     EXPECT_NEAR(o.makespan, 210, 1e-9);
 }
 
+OrderingParams bounded(int k, double max_active_bytes) {
+    OrderingParams o = op(IntraPolicy::Scf, k);
+    o.max_active_bytes = max_active_bytes;
+    return o;
+}
+
+TEST(OrderingByteBound, StagesStartOnlyWhileTheirBytesFitTogether) {
+    // Three RS of 200 B (100 B sent each) on 1 B/s, K = 4. Bound 400: two run at once at
+    // 0.5 B/s and end at 200, the third alone from 200 to 300. Bound 300: one at a time,
+    // starting at 0, 100, 200. Same makespan (the link is never idle), other start times.
+    std::vector<ChunkSchedule> s = {chunk({rs(0, 200)}), chunk({rs(0, 200)}),
+                                    chunk({rs(0, 200)})};
+    Ordering two = simulate_schedule(one_dim(), s, bounded(4, 400));
+    EXPECT_DOUBLE_EQ(run_of(two, 0, 0).start, 0);
+    EXPECT_DOUBLE_EQ(run_of(two, 1, 0).start, 0);
+    EXPECT_DOUBLE_EQ(run_of(two, 1, 0).end, 200);
+    EXPECT_DOUBLE_EQ(run_of(two, 2, 0).start, 200);
+    EXPECT_DOUBLE_EQ(two.makespan, 300);
+    Ordering one = simulate_schedule(one_dim(), s, bounded(4, 300));
+    EXPECT_DOUBLE_EQ(run_of(one, 0, 0).start, 0);
+    EXPECT_DOUBLE_EQ(run_of(one, 1, 0).start, 100);
+    EXPECT_DOUBLE_EQ(run_of(one, 2, 0).start, 200);
+    EXPECT_DOUBLE_EQ(one.makespan, 300);
+}
+
+TEST(OrderingByteBound, ALargerStageRunsAloneAndHoldsBackTheOnesBehindIt) {
+    // FIFO, K = 4, bound 300: an RS of 600 B (300 B sent) alone from 0 to 300, though it
+    // exceeds the bound; the RS of 100 B behind it waits (it would fit beside nothing
+    // else, but the dimension starts its stages in order), then ends at 350.
+    std::vector<ChunkSchedule> s = {chunk({rs(0, 600)}), chunk({rs(0, 100)})};
+    OrderingParams p = bounded(4, 300);
+    p.intra = IntraPolicy::Fifo;
+    Ordering o = simulate_schedule(one_dim(), s, p);
+    EXPECT_DOUBLE_EQ(run_of(o, 0, 0).end, 300);
+    EXPECT_DOUBLE_EQ(run_of(o, 1, 0).start, 300);
+    EXPECT_DOUBLE_EQ(o.makespan, 350);
+}
+
+TEST(OrderingByteBound, TheBoundCountsTheLargerSideOfEachStage) {
+    // All-Gather of 100 B in on 2 peers: 200 B out, 100 B sent, so 200 B count. Bound 300:
+    // the two stages run one after the other (400 > 300), each 100 s. Bound 400: together.
+    std::vector<ChunkSchedule> s = {chunk({ag(0, 100)}), chunk({ag(0, 100)})};
+    EXPECT_DOUBLE_EQ(run_of(simulate_schedule(one_dim(), s, bounded(2, 300)), 1, 0).start, 100);
+    EXPECT_DOUBLE_EQ(run_of(simulate_schedule(one_dim(), s, bounded(2, 400)), 1, 0).start, 0);
+}
+
 // ---------------------------------------------------------------------------------------
 // Single chunk, hand-checked timelines
 

@@ -458,6 +458,7 @@ PlanRequest Context::request(Collective coll, uint64_t element_size,
     req.ordering.intra = params().intra_policy == THEMIS_INTRA_FIFO ? IntraPolicy::Fifo
                                                                      : IntraPolicy::Scf;
     req.ordering.max_active = params().max_active;
+    req.ordering.max_active_bytes = static_cast<double>(params().max_active_bytes);
     req.rank = position_;
     return req;
 }
