@@ -8,7 +8,8 @@
 #   * small messages (1 KB to 8 KB, below coll_themis_min_bytes): the cost of having
 #     themis loaded (it hands the call to tuned) vs a communicator without it
 # every implementation in the same run, interleaved (see themis_bench.c), and writes
-# CSV + SVG files into bench/results/ (bench/RESULTS.md, "Shared memory: themis vs tuned").
+# CSV + SVG files into bench/results/ (current figures: bench/RESULTS.md; earlier runs:
+# bench/HISTORY.md).
 #
 #   bench/run_shm_compare.sh          the comparison above
 #   bench/run_shm_compare.sh node     the node-local transport: 4 ranks 2x2, 8 ranks 2x4 and

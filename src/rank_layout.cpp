@@ -183,10 +183,10 @@ const char *network_algorithm(int peers) {
 }
 
 // Within a node: one exchange with every peer at once. On shared memory each dependent
-// step costs a synchronisation of ranks that share cores, and direct has a single one
-// (bench/RESULTS.md, "Which knob helps": direct within 10 % of tuned up to 8 ranks a node,
-// ring and hd 10-55 % behind). Wider nodes were not measured; they keep the step-count
-// rule, since direct posts peers - 1 messages per stage.
+// step costs a synchronisation of ranks that share cores, and direct has a single one:
+// measured within 10 % of tuned at 4 and 8 ranks a node, ring and hd 10-55 % behind
+// (1-D sweeps on one node, bench/HISTORY.md). Wider nodes were not measured; they keep the
+// step-count rule, since direct posts peers - 1 messages per stage.
 const char *node_algorithm(int peers) {
     return peers <= kMaxDirectNodePeers ? algorithm_name(Algorithm::Direct)
                                         : network_algorithm(peers);

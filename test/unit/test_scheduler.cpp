@@ -227,7 +227,8 @@ TEST(SchedulerThreshold, JustEnoughNetworksKeepTheBaselineForEveryChunk) {
     // "Just enough" bandwidth, B_(d+1) = B_d / n_d: in the baseline order no dimension
     // carries more time per chunk than the ones before it (2x2x2, 4x4: exactly the same),
     // so Themis, least loaded first, must keep the baseline order for all chunks
-    // (bench/RESULTS.md compares both policies on such networks: they run one plan).
+    // (on the emulated 2x4 200/100 and 2x2x2 200/100/50 networks both policies measured
+    // 0.99-1.02x of each other: they run one plan).
     const Topology nets[] = {Topology({dim(2, 25e6, 1e-6), dim(4, 12.5e6, 1e-6)}),
                              Topology({dim(2, 25e6, 1e-6), dim(2, 12.5e6, 1e-6), dim(2, 6.25e6, 1e-6)}),
                              Topology({dim(4, 100e9), dim(4, 25e9)})};
