@@ -185,7 +185,7 @@ static int themis_register(void)
                  MCA_BASE_VAR_TYPE_INT, NULL, OPAL_INFO_LVL_5, &c->chunks);
     register_var("min_chunk_bytes",
                  "Smallest chunk in bytes: fewer chunks are used for smaller messages "
-                 "(valid: >= 1)",
+                 "(valid: 0 = no floor, or a byte count)",
                  MCA_BASE_VAR_TYPE_SIZE_T, NULL, OPAL_INFO_LVL_5, &c->min_chunk_bytes);
     register_var("max_active",
                  "Stages running at once per dimension, K (valid: 1 to 64)",

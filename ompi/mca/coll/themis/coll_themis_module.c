@@ -108,7 +108,6 @@ int mca_coll_themis_init_query(bool enable_progress_threads, bool enable_mpi_thr
 #endif
     check_real_range("coll_themis_threshold", &c->threshold, 0, 1, 1.0 / 16);
     check_real_range("coll_themis_calibration_seconds", &c->calibration_seconds, 0, 60, 0.5);
-    if (0 == c->min_chunk_bytes) c->min_chunk_bytes = 1;
     if (c->pml_message_bytes != 0 && c->pml_message_bytes < 1024) {
         char got[32];
         snprintf(got, sizeof got, "%zu", c->pml_message_bytes);
