@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # check_ompi_info.sh -- `ompi_info --param coll themis --level 9` lists coll/themis and
-# every coll_themis_* parameter with a description, and the enum parameters show their
-# valid values. ompi_info ignores --mca arguments, so the build tree's component is
-# found through OMPI_MCA_mca_base_component_path (Open MPI's own dir stays in it).
+# every coll_themis_* parameter with a description, the enum parameters show their
+# valid values, and README.md's parameter tables list exactly the registered
+# parameters, each with the default ompi_info reports. ompi_info ignores --mca
+# arguments, so the build tree's component is found through
+# OMPI_MCA_mca_base_component_path (Open MPI's own dir stays in it).
 # Environment: THEMIS_BUILDDIR, OMPI_DEFAULT_COMPONENT_DIR, OMPI_INFO (default ompi_info).
 set -uo pipefail
 
@@ -16,10 +18,9 @@ rm -rf "$COMPDIR"
 mkdir -p "$COMPDIR"
 cp "$COMPONENT" "$COMPDIR/mca_coll_themis.so" || exit 2
 
-# The parameters the component documents; others it may add are checked too.
-REQUIRED=(priority verbose dims policy intra_policy load_model chunks min_chunk_bytes
-          max_active min_bytes threshold plan_cache_size transport single_dim trace
-          pml_message_bytes max_active_bytes)
+README=$here/../../README.md
+# README.md's section whose parameters only a build with CUDA registers.
+CUDA_SECTION="CUDA device buffers"
 declare -A ENUMS=([policy]="baseline themis" [intra_policy]="fifo scf"
                   [load_model]="reference latency")
 
@@ -36,9 +37,6 @@ grep -q 'MCA coll: themis (MCA v2.1.0, API v2.0.0, Component v' <<<"$human" ||
   problems+=("no 'MCA coll: themis' component line")
 
 mapfile -t listed < <(sed -n 's/^mca:coll:themis:param:coll_themis_\([a-z_]*\):value:.*/\1/p' <<<"$parsable")
-for p in "${REQUIRED[@]}"; do
-  printf '%s\n' "${listed[@]}" | grep -qx "$p" || problems+=("coll_themis_$p not listed")
-done
 for p in "${listed[@]}"; do
   help=$(sed -n "s/^mca:coll:themis:param:coll_themis_$p:help://p" <<<"$parsable")
   [ ${#help} -ge 10 ] || problems+=("coll_themis_$p has no description")
@@ -68,9 +66,64 @@ for p in "${listed[@]}"; do
   done
 done
 
+# README.md's parameter tables (those headed "| parameter | default | meaning |"): one
+# line per row, NAME|DEFAULT|SECTION, the default as ompi_info prints it (no backticks,
+# "(empty)" empty, a remark such as "0 (auto)" dropped); "?|LINE|" for a row that
+# names no single parameter.
+readme_params() {
+  awk -F ' [|] ' '
+    /^## / { section = substr($0, 4) }
+    /^[|] parameter [|] default [|] meaning [|]$/ { table = 1; next }
+    table && !/^[|]/ { table = 0 }
+    !table || /^[|] --- [|]/ { next }
+    $1 !~ /^[|] `coll_themis_[a-z_]+`$/ { print "?|" NR "|"; next }
+    {
+      name = $1; gsub(/^[|] `coll_themis_|`$/, "", name)
+      value = $2; gsub(/`/, "", value); sub(/ [(].*[)]$/, "", value)
+      if (value == "(empty)") value = ""
+      print name "|" value "|" section
+    }' "$README"
+}
+
+# Equal as text, or as numbers where both are ("0.0625" and "0.062500").
+same_default() {
+  awk -v a="$1" -v b="$2" 'BEGIN {
+    number = "^-?[0-9]+([.][0-9]*)?$"
+    exit !(a == b || (a ~ number && b ~ number && a + 0 == b + 0)) }'
+}
+
+declare -A registered documented section_of
+while IFS='|' read -r name value; do registered[$name]=$value; done < <(
+  sed -n 's/^mca:coll:themis:param:coll_themis_\([a-z_]*\):value:\(.*\)/\1|\2/p' <<<"$parsable")
+while IFS='|' read -r name value section; do
+  if [ "$name" = "?" ]; then
+    problems+=("README.md line $value: a parameter table row must name one coll_themis_* parameter")
+    continue
+  fi
+  [ -z "${documented[$name]+set}" ] || problems+=("README.md lists coll_themis_$name twice")
+  documented[$name]=$value
+  section_of[$name]=$section
+done < <(readme_params)
+cuda_build=false
+for name in "${!documented[@]}"; do
+  [ "${section_of[$name]}" = "$CUDA_SECTION" ] && [ -n "${registered[$name]+set}" ] && cuda_build=true
+done
+for name in "${!registered[@]}"; do
+  if [ -z "${documented[$name]+set}" ]; then
+    problems+=("coll_themis_$name is registered, but README.md's parameter tables lack it")
+  elif ! same_default "${documented[$name]}" "${registered[$name]}"; then
+    problems+=("coll_themis_$name: README.md says default '${documented[$name]}', ompi_info '${registered[$name]}'")
+  fi
+done
+for name in "${!documented[@]}"; do
+  [ -n "${registered[$name]+set}" ] && continue
+  [ "${section_of[$name]}" = "$CUDA_SECTION" ] && ! $cuda_build && continue
+  problems+=("README.md lists coll_themis_$name, but ompi_info does not")
+done
+
 echo "$human"
 if [ ${#problems[@]} = 0 ]; then
-  echo "check_ompi_info: PASS (${#listed[@]} parameters: ${listed[*]})"
+  echo "check_ompi_info: PASS (${#listed[@]} parameters, as README.md lists them: ${listed[*]})"
   exit 0
 fi
 echo "check_ompi_info: FAIL"

@@ -57,7 +57,8 @@ typedef struct mca_coll_themis_component_t {
     mca_coll_base_component_2_0_0_t super;
     int output; /* opal_output stream, verbosity = verbose */
 
-    /* MCA parameters (coll_themis_<name>); see coll_themis_component.c */
+    /* MCA parameters (coll_themis_<name>): defaults, ranges and descriptions are in
+     * coll_themis_component.c's table */
     int priority;
     int verbose;
     char *dims;
@@ -184,9 +185,11 @@ int mca_coll_themis_allgather_init(const void *sbuf, int scount, struct ompi_dat
                                    ompi_request_t **request, mca_coll_base_module_t *module);
 
 /* coll_themis_component.c: prints a message of help-coll-themis.txt from this
- * process; whether this is the job's first process (to print a message once). */
+ * process; whether this is the job's first process (to print a message once); puts
+ * every parameter outside its valid range back to its default, said once per job. */
 void mca_coll_themis_show_help(const char *topic, ...);
 bool mca_coll_themis_first_process(void);
+void mca_coll_themis_check_params(void);
 
 /* coll_themis_context.cpp: releases the C++ state of a communicator. */
 void mca_coll_themis_context_free(struct themis_context *context);

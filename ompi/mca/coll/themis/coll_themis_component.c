@@ -1,4 +1,5 @@
-/* coll_themis_component.c: the component, its MCA parameters, open and close. */
+/* coll_themis_component.c: the component; its MCA parameters, one table row each, from
+ * which registration, defaults and the check of values come; open and close. */
 #include "ompi_config.h"
 
 #include "coll_themis.h"
@@ -6,9 +7,11 @@
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/mca/base/mca_base_var_enum.h"
 #include "opal/util/output.h"
+#include "opal/util/printf.h"
 #include "opal/util/proc.h"
 #include "opal/util/show_help.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 
@@ -31,29 +34,7 @@ mca_coll_themis_component_t mca_coll_themis_component = {
         .collm_comm_query = mca_coll_themis_comm_query,
     },
     .output = -1,
-    .priority = 35, /* above tuned (30): themis runs first and hands the rest down */
-    .verbose = 0,
-    .dims = NULL,
-    .policy = THEMIS_POLICY_THEMIS,
-    .intra_policy = THEMIS_INTRA_SCF,
-    .load_model = THEMIS_LOAD_LATENCY,
-    .chunks = 128, /* at most; kDefaultChunks in src/planner.h says why not auto (0) */
-    .min_chunk_bytes = 256 * 1024,
-    .max_active = 4, /* one stage per dimension cannot fill a link: bench/RESULTS.md */
-    .max_active_bytes = 2 * 1024 * 1024, /* more queue FIFO on a link: bench/RESULTS.md */
-    .min_bytes = 64 * 1024,
-    .threshold = 1.0 / 16,
-    .plan_cache_size = 64,
-    .single_dim = false,
-    .calibration_seconds = 0.5,
-    .split_packages = true,
-    .transport = THEMIS_TRANSPORT_PML, /* measured faster here, see bench/RESULTS.md */
-    .node_transport = THEMIS_NODE_AUTO,
-    .pml_message_bytes = 0,
-    .cuda = THEMIS_CUDA_AUTO,
-    .staging_bytes = 128 * 1024 * 1024,
-    .cuda_ipc = THEMIS_CUDA_IPC_AUTO,
-    .cuda_ipc_cache = 128,
+    /* The MCA parameters get their defaults from themis_params below, at registration. */
 };
 
 static const mca_base_var_enum_value_t policy_values[] = {
@@ -80,170 +61,274 @@ static const mca_base_var_enum_value_t cuda_ipc_values[] = {{THEMIS_CUDA_IPC_AUT
 static const mca_base_var_enum_value_t load_values[] = {
     {THEMIS_LOAD_REFERENCE, "reference"}, {THEMIS_LOAD_LATENCY, "latency"}, {0, NULL}};
 
-static void register_var(const char *name, const char *help, mca_base_var_type_t type,
-                         mca_base_var_enum_t *values, int level, void *storage)
+/* The numbers a parameter accepts: lo to hi (hi = INFINITY: no upper bound), and 0 too
+ * where or_zero says so (0 = auto beside a range that starts higher). Unchecked: any. */
+typedef struct {
+    bool checked;
+    double lo, hi;
+    bool or_zero;
+} themis_param_range_t;
+
+/* One MCA parameter, coll_themis_<name>: everything registration, ompi_info and the
+ * check of its value at init_query need. Numbers (int, size_t, double, bool, enum) are
+ * held as doubles, exact for every value these parameters use. */
+typedef struct {
+    const char *name;
+    mca_base_var_type_t type;
+    void *storage;                            /* the field of mca_coll_themis_component */
+    double default_value;                     /* of a number; what a bad value becomes */
+    const char *default_string;               /* of a string; NULL: empty */
+    themis_param_range_t range;
+    const mca_base_var_enum_value_t *choices; /* the names of an enum's values */
+    int level;                                /* OPAL_INFO_LVL_*: when ompi_info shows it */
+    /* What it does and what its values mean. Its valid values too, but for a checked
+     * range: registration appends that as "(valid: 1 to 64)". */
+    const char *help;
+} themis_param_t;
+
+/* A parameter's storage and its MCA type, which follows from the field's C type so that
+ * the two cannot disagree. */
+#define FIELD(f)                                                                               \
+    .storage = &mca_coll_themis_component.f,                                                   \
+    .type = _Generic(mca_coll_themis_component.f, int: MCA_BASE_VAR_TYPE_INT,                 \
+                     size_t: MCA_BASE_VAR_TYPE_SIZE_T, double: MCA_BASE_VAR_TYPE_DOUBLE,       \
+                     bool: MCA_BASE_VAR_TYPE_BOOL, char *: MCA_BASE_VAR_TYPE_STRING)
+#define RANGE(lo_, hi_) .range = {.checked = true, .lo = (lo_), .hi = (hi_)}
+
+/* Every parameter, in the order ompi_info lists them. README.md's parameter tables must
+ * agree (names and defaults): test/mpi/check_ompi_info.sh compares them. */
+static const themis_param_t themis_params[] = {
+    {.name = "priority", FIELD(priority), .level = OPAL_INFO_LVL_6,
+     .default_value = 35, /* above tuned (30): themis runs first and hands the rest down */
+     .help = "Priority of coll/themis (valid: any integer; above tuned's 30 to take "
+             "allreduce, reduce_scatter(_block) and allgather; negative disables it)"},
+    {.name = "verbose", FIELD(verbose), .level = OPAL_INFO_LVL_9,
+     .default_value = 0,
+     .help = "Verbosity (valid: 0 silent, 1 per-communicator decisions, 2 also call counts "
+             "at communicator free, 5 per-call plans, 10 plan details)"},
+    {.name = "dims", FIELD(dims), .level = OPAL_INFO_LVL_4,
+     .default_string = "auto",
+     .help = "Network dimensions (valid: auto | SPEC; SPEC = PEERSxPEERS...[:bw=LIST][:lat=LIST]"
+             "[:alg=LIST], e.g. 2x4:bw=200Gbps,100Gbps:lat=1us,5us:alg=ring,hd; "
+             "auto[:bw=...] = ranks of a node form dimension 0 (split by package where "
+             "they span several), nodes the next ones (coll_themis_topo_file's "
+             "dimensions, else one); rates not given are measured)"},
+    {.name = "topo_file", FIELD(topo_file), .level = OPAL_INFO_LVL_4,
+     .help = "Text file giving each host's coordinates in the network's dimensions (see "
+             "README, \"Topology file\"); with dims=auto the layout becomes node level x "
+             "those dimensions (valid: empty = none, or a readable file)"},
+    {.name = "split_packages", FIELD(split_packages), .level = OPAL_INFO_LVL_5,
+     .default_value = true,
+     .help = "With dims=auto, split a node whose ranks sit on several packages (sockets) "
+             "into package-local ranks x packages, as hwloc reports the binding (valid: "
+             "true, false)"},
+    {.name = "calibration_seconds", FIELD(calibration_seconds), .level = OPAL_INFO_LVL_4,
+     .default_value = 0.5, RANGE(0, 60),
+     .help = "Time budget for measuring the bandwidth and latency of the dimensions whose "
+             "rates coll_themis_dims does not give, on a layout's first use; 0 = never "
+             "measure, use the defaults"},
+    {.name = "calibration_file", FIELD(calibration_file), .level = OPAL_INFO_LVL_4,
+     .help = "File that keeps measured rates between jobs, keyed by the layout and its "
+             "hosts; delete it when the network changes (valid: empty = none, or a path "
+             "in a writable directory)"},
+    {.name = "single_dim", FIELD(single_dim), .level = OPAL_INFO_LVL_5,
+     .default_value = false,
+     .help = "Run themis also when dims=auto finds a single dimension (all ranks on one "
+             "node, or one rank per node), where it has nothing to balance (valid: "
+             "true, false = hand such communicators to the previous module)"},
+    {.name = "policy", FIELD(policy), .choices = policy_values, .level = OPAL_INFO_LVL_4,
+     .default_value = THEMIS_POLICY_THEMIS,
+     .help = "Inter-dimension chunk scheduling (valid: baseline = fixed hierarchical "
+             "order, themis = load-balancing order); MPI_Info key themis_policy overrides "
+             "it per communicator"},
+    {.name = "intra_policy", FIELD(intra_policy), .choices = intra_values, .level = OPAL_INFO_LVL_5,
+     .default_value = THEMIS_INTRA_SCF,
+     .help = "Order of ready stages within a dimension (valid: fifo, scf = smallest "
+             "chunk first)"},
+    {.name = "load_model", FIELD(load_model), .choices = load_values, .level = OPAL_INFO_LVL_5,
+     .default_value = THEMIS_LOAD_LATENCY,
+     .help = "What the load tracker charges per stage (valid: reference = bandwidth time "
+             "only, latency = bandwidth time plus steps x step latency)"},
+    {.name = "transport", FIELD(transport), .choices = transport_values, .level = OPAL_INFO_LVL_4,
+     .default_value = THEMIS_TRANSPORT_PML, /* measured faster here, see bench/RESULTS.md */
+     .help = "How the per-dimension stages move data (valid: auto = UCX when it starts, "
+             "else the PML; pml = Open MPI's point-to-point layer; ucx = UCX UCP directly)"},
+    {.name = "node_transport", FIELD(node_transport), .choices = node_transport_values,
+     .level = OPAL_INFO_LVL_4, .default_value = THEMIS_NODE_AUTO,
+     .help = "How dimensions whose peers share a node move data (valid: auto = per "
+             "dimension the faster of cma and transport, measured at set-up; cma = single "
+             "copy: ranks read their peers' buffers with process_vm_readv, where every rank "
+             "can; transport = coll_themis_transport's, as on the network); MPI_Info key "
+             "themis_node_transport overrides it per communicator"},
+    {.name = "pml_message_bytes", FIELD(pml_message_bytes), .level = OPAL_INFO_LVL_5,
+     .default_value = 0, .range = {.checked = true, .lo = 1024, .hi = INFINITY, .or_zero = true},
+     .help = "Largest message the pml transport sends; larger ones go as several parts: "
+             "0 = auto, just under the eager limit on dimensions whose peers ob1 reaches "
+             "through btl tcp, so that no message waits for a rendezvous round trip, whole "
+             "messages elsewhere; N = parts of at most N bytes on every dimension, "
+             "1073741824 = never split; the same on every rank"},
+    {.name = "chunks", FIELD(chunks), .level = OPAL_INFO_LVL_5,
+     .default_value = 128, /* at most; kDefaultChunks in src/planner.h says why not auto (0) */
+     RANGE(0, 4096),
+     .help = "Chunks a collective is split into, fewer where min_chunk_bytes asks; 0 = "
+             "auto: the count predicted fastest, up to 128"},
+    {.name = "min_chunk_bytes", FIELD(min_chunk_bytes), .level = OPAL_INFO_LVL_5,
+     .default_value = 256 * 1024,
+     .help = "Smallest chunk in bytes: fewer chunks are used for smaller messages "
+             "(valid: 0 = no floor, or a byte count)"},
+    {.name = "max_active", FIELD(max_active), .level = OPAL_INFO_LVL_5,
+     .default_value = 4, /* one stage per dimension cannot fill a link: bench/RESULTS.md */
+     RANGE(1, 64),
+     .help = "Stages running at once per dimension, K"},
+    {.name = "max_active_bytes", FIELD(max_active_bytes), .level = OPAL_INFO_LVL_5,
+     .default_value = 2 * 1024 * 1024, /* more queue FIFO on a link: bench/RESULTS.md */
+     .help = "Stage bytes running at once per dimension: a stage starts beside others only "
+             "if all fit under this bound, since a link carries their data first come "
+             "first served (valid: 0 = no bound but max_active, or a byte count; a stage "
+             "starts on an idle dimension whatever its size)"},
+    {.name = "min_bytes", FIELD(min_bytes), .level = OPAL_INFO_LVL_4,
+     .default_value = 64 * 1024,
+     .help = "Messages smaller than this many bytes go to the previous module "
+             "(valid: >= 0)"},
+    {.name = "threshold", FIELD(threshold), .level = OPAL_INFO_LVL_6,
+     .default_value = 1.0 / 16, RANGE(0, 1),
+     .help = "Themis falls back to the baseline order when the dimension loads differ by "
+             "less than this fraction of a chunk; the default is the paper's"},
+    {.name = "trace", FIELD(trace), .level = OPAL_INFO_LVL_9,
+     .help = "Record when every stage of every themis collective became ready, started "
+             "and ended, as CSV in PREFIX.cid<C>.rank<R>.csv, for themis-sim --measured "
+             "(valid: empty = off, or a path prefix in a writable directory)"},
+    {.name = "plan_cache_size", FIELD(plan_cache_size), .level = OPAL_INFO_LVL_6,
+     .default_value = 64, RANGE(1, 4096),
+     .help = "Compiled plans kept per communicator"},
+#if THEMIS_HAVE_CUDA
+    {.name = "cuda", FIELD(cuda), .choices = cuda_values, .level = OPAL_INFO_LVL_4,
+     .default_value = THEMIS_CUDA_AUTO,
+     .help = "CUDA device buffers, detected per call through the CUDA driver (valid: auto = "
+             "handed to the transport when it moves device memory (UCX with CUDA), else "
+             "staged through host memory; staged = always staged; off = never looked for: "
+             "device buffers then fail as in an Open MPI without CUDA support)"},
+    {.name = "staging_bytes", FIELD(staging_bytes), .level = OPAL_INFO_LVL_5,
+     .default_value = 128 * 1024 * 1024,
+     .help = "Pinned host memory, in bytes, that staging device buffers may hold at once per "
+             "process; raised where a plan needs more to make progress (its largest "
+             "(max_active+1) x dimensions chunks) (valid: >= 0)"},
+    {.name = "cuda_driver", FIELD(cuda_driver), .level = OPAL_INFO_LVL_6,
+     .default_string = "libcuda.so.1",
+     .help = "The CUDA driver library themis opens at run time (valid: a soname the loader "
+             "finds, or an absolute path, which loads exactly that file)"},
+    {.name = "cuda_ipc", FIELD(cuda_ipc), .choices = cuda_ipc_values, .level = OPAL_INFO_LVL_4,
+     .default_value = THEMIS_CUDA_IPC_AUTO,
+     .help = "Device-direct node dimensions: ranks of one node exchange device memory "
+             "through CUDA IPC, network dimensions bounce it through pinned host memory; "
+             "agreed per communicator at set-up, also runs a dims=auto communicator on one "
+             "node (valid: auto = where every rank has a CUDA context and IPC works, with "
+             "coll_themis_cuda=auto; off = never, device data staged as before)"},
+    {.name = "cuda_ipc_cache", FIELD(cuda_ipc_cache), .level = OPAL_INFO_LVL_6,
+     .default_value = 128, RANGE(1, 65536),
+     .help = "Peers' device allocations kept open (CUDA IPC mappings) per process, least "
+             "recently used closed first"},
+#endif
+};
+#undef FIELD
+#undef RANGE
+
+#define THEMIS_PARAM_COUNT (sizeof themis_params / sizeof themis_params[0])
+
+static void set_default(const themis_param_t *p)
 {
-    (void) mca_base_component_var_register(&mca_coll_themis_component.super.collm_version, name,
-                                           help, type, values, 0, 0, level,
-                                           MCA_BASE_VAR_SCOPE_READONLY, storage);
+    switch (p->type) {
+    case MCA_BASE_VAR_TYPE_INT: *(int *) p->storage = (int) p->default_value; break;
+    case MCA_BASE_VAR_TYPE_SIZE_T: *(size_t *) p->storage = (size_t) p->default_value; break;
+    case MCA_BASE_VAR_TYPE_DOUBLE: *(double *) p->storage = p->default_value; break;
+    case MCA_BASE_VAR_TYPE_BOOL: *(bool *) p->storage = 0 != p->default_value; break;
+    /* Open MPI keeps its own copy of a string, made at registration. */
+    case MCA_BASE_VAR_TYPE_STRING: *(char **) p->storage = (char *) p->default_string; break;
+    default: break;
+    }
 }
 
-static void register_enum(const char *name, const char *help,
-                          const mca_base_var_enum_value_t *values, int level, int *storage)
+/* The number a numeric parameter holds now. */
+static double stored_number(const themis_param_t *p)
 {
-    mca_base_var_enum_t *e = NULL;
-    char enum_name[64];
-    snprintf(enum_name, sizeof enum_name, "coll_themis_%s", name);
-    (void) mca_base_var_enum_create(enum_name, values, &e);
-    register_var(name, help, MCA_BASE_VAR_TYPE_INT, e, level, storage);
-    OBJ_RELEASE(e);
+    switch (p->type) {
+    case MCA_BASE_VAR_TYPE_INT: return *(const int *) p->storage;
+    case MCA_BASE_VAR_TYPE_SIZE_T: return (double) *(const size_t *) p->storage;
+    case MCA_BASE_VAR_TYPE_DOUBLE: return *(const double *) p->storage;
+    default: return 0;
+    }
+}
+
+/* A number as its parameter's type prints: 4096, 0.0625. */
+static void format_number(const themis_param_t *p, double value, char *text, size_t size)
+{
+    snprintf(text, size, MCA_BASE_VAR_TYPE_DOUBLE == p->type ? "%g" : "%.0f", value);
+}
+
+/* The checked range in words: "1 to 64", "0 or 1024 and more". */
+static void describe_range(const themis_param_t *p, char *text, size_t size)
+{
+    const char *zero = p->range.or_zero ? "0 or " : "";
+    char lo[32], hi[32];
+    format_number(p, p->range.lo, lo, sizeof lo);
+    if (isinf(p->range.hi)) {
+        snprintf(text, size, "%s%s and more", zero, lo);
+        return;
+    }
+    format_number(p, p->range.hi, hi, sizeof hi);
+    snprintf(text, size, "%s%s to %s", zero, lo, hi);
+}
+
+static bool in_range(const themis_param_t *p, double value)
+{
+    if (p->range.or_zero && 0 == value) return true;
+    return value >= p->range.lo && value <= p->range.hi; /* false for NaN */
+}
+
+static void register_param(const themis_param_t *p)
+{
+    mca_base_var_enum_t *choices = NULL;
+    if (NULL != p->choices) {
+        char enum_name[64];
+        snprintf(enum_name, sizeof enum_name, "coll_themis_%s", p->name);
+        (void) mca_base_var_enum_create(enum_name, p->choices, &choices);
+    }
+    char *help = NULL;
+    if (p->range.checked) {
+        char range[96];
+        describe_range(p, range, sizeof range);
+        (void) opal_asprintf(&help, "%s (valid: %s)", p->help, range);
+    }
+    set_default(p);
+    /* Open MPI copies the description. */
+    (void) mca_base_component_var_register(&mca_coll_themis_component.super.collm_version,
+                                           p->name, help ? help : p->help, p->type, choices, 0,
+                                           0, p->level, MCA_BASE_VAR_SCOPE_READONLY,
+                                           p->storage);
+    free(help);
+    if (NULL != choices) OBJ_RELEASE(choices);
 }
 
 static int themis_register(void)
 {
-    mca_coll_themis_component_t *c = &mca_coll_themis_component;
-    static char *dims_default = "auto";
-    c->dims = dims_default;
-    c->trace = NULL;
-    c->calibration_file = NULL;
-    c->topo_file = NULL;
-
-    register_var("priority",
-                 "Priority of coll/themis (valid: any integer; above tuned's 30 to take "
-                 "allreduce, reduce_scatter(_block) and allgather; negative disables it)",
-                 MCA_BASE_VAR_TYPE_INT, NULL, OPAL_INFO_LVL_6, &c->priority);
-    register_var("verbose",
-                 "Verbosity (valid: 0 silent, 1 per-communicator decisions, 2 also call counts "
-                 "at communicator free, 5 per-call plans, 10 plan details)",
-                 MCA_BASE_VAR_TYPE_INT, NULL, OPAL_INFO_LVL_9, &c->verbose);
-    register_var("dims",
-                 "Network dimensions (valid: auto | SPEC; SPEC = PEERSxPEERS...[:bw=LIST][:lat=LIST]"
-                 "[:alg=LIST], e.g. 2x4:bw=200Gbps,100Gbps:lat=1us,5us:alg=ring,hd; "
-                 "auto[:bw=...] = ranks of a node form dimension 0 (split by package where "
-                 "they span several), nodes the next ones (coll_themis_topo_file's "
-                 "dimensions, else one); rates not given are measured)",
-                 MCA_BASE_VAR_TYPE_STRING, NULL, OPAL_INFO_LVL_4, &c->dims);
-    register_var("topo_file",
-                 "Text file giving each host's coordinates in the network's dimensions (see "
-                 "README, \"Topology file\"); with dims=auto the layout becomes node level x "
-                 "those dimensions (valid: empty = none, or a readable file)",
-                 MCA_BASE_VAR_TYPE_STRING, NULL, OPAL_INFO_LVL_4, &c->topo_file);
-    register_var("split_packages",
-                 "With dims=auto, split a node whose ranks sit on several packages (sockets) "
-                 "into package-local ranks x packages, as hwloc reports the binding (valid: "
-                 "true, false)",
-                 MCA_BASE_VAR_TYPE_BOOL, NULL, OPAL_INFO_LVL_5, &c->split_packages);
-    register_var("calibration_seconds",
-                 "Time budget for measuring the bandwidth and latency of the dimensions whose "
-                 "rates coll_themis_dims does not give, on a layout's first use (valid: 0 = "
-                 "never measure, use the defaults; up to 60)",
-                 MCA_BASE_VAR_TYPE_DOUBLE, NULL, OPAL_INFO_LVL_4, &c->calibration_seconds);
-    register_var("calibration_file",
-                 "File that keeps measured rates between jobs, keyed by the layout and its "
-                 "hosts; delete it when the network changes (valid: empty = none, or a path "
-                 "in a writable directory)",
-                 MCA_BASE_VAR_TYPE_STRING, NULL, OPAL_INFO_LVL_4, &c->calibration_file);
-    register_var("single_dim",
-                 "Run themis also when dims=auto finds a single dimension (all ranks on one "
-                 "node, or one rank per node), where it has nothing to balance (valid: "
-                 "true, false = hand such communicators to the previous module)",
-                 MCA_BASE_VAR_TYPE_BOOL, NULL, OPAL_INFO_LVL_5, &c->single_dim);
-    register_enum("policy",
-                  "Inter-dimension chunk scheduling (valid: baseline = fixed hierarchical "
-                  "order, themis = load-balancing order); MPI_Info key themis_policy overrides "
-                  "it per communicator",
-                  policy_values, OPAL_INFO_LVL_4, &c->policy);
-    register_enum("intra_policy",
-                  "Order of ready stages within a dimension (valid: fifo, scf = smallest "
-                  "chunk first)",
-                  intra_values, OPAL_INFO_LVL_5, &c->intra_policy);
-    register_enum("load_model",
-                  "What the load tracker charges per stage (valid: reference = bandwidth time "
-                  "only, latency = bandwidth time plus steps x step latency)",
-                  load_values, OPAL_INFO_LVL_5, &c->load_model);
-    register_enum("transport",
-                  "How the per-dimension stages move data (valid: auto = UCX when it starts, "
-                  "else the PML; pml = Open MPI's point-to-point layer; ucx = UCX UCP directly)",
-                  transport_values, OPAL_INFO_LVL_4, &c->transport);
-    register_enum("node_transport",
-                  "How dimensions whose peers share a node move data (valid: auto = per "
-                  "dimension the faster of cma and transport, measured at set-up; cma = single "
-                  "copy: ranks read their peers' buffers with process_vm_readv, where every rank "
-                  "can; transport = coll_themis_transport's, as on the network); MPI_Info key "
-                  "themis_node_transport overrides it per communicator",
-                  node_transport_values, OPAL_INFO_LVL_4, &c->node_transport);
-    register_var("pml_message_bytes",
-                 "Largest message the pml transport sends; larger ones go as several parts "
-                 "(valid: 0 = auto: just under the eager limit on dimensions whose peers ob1 "
-                 "reaches through btl tcp, so that no message waits for a rendezvous round "
-                 "trip, whole messages elsewhere; N >= 1024: parts of at most N bytes on every "
-                 "dimension, 1073741824 = never split; the same on every rank)",
-                 MCA_BASE_VAR_TYPE_SIZE_T, NULL, OPAL_INFO_LVL_5, &c->pml_message_bytes);
-    register_var("chunks",
-                 "Chunks a collective is split into (valid: 0 = auto: the count predicted "
-                 "fastest, up to 128; 1 to 4096: that many, fewer where min_chunk_bytes asks)",
-                 MCA_BASE_VAR_TYPE_INT, NULL, OPAL_INFO_LVL_5, &c->chunks);
-    register_var("min_chunk_bytes",
-                 "Smallest chunk in bytes: fewer chunks are used for smaller messages "
-                 "(valid: >= 1)",
-                 MCA_BASE_VAR_TYPE_SIZE_T, NULL, OPAL_INFO_LVL_5, &c->min_chunk_bytes);
-    register_var("max_active",
-                 "Stages running at once per dimension, K (valid: 1 to 64)",
-                 MCA_BASE_VAR_TYPE_INT, NULL, OPAL_INFO_LVL_5, &c->max_active);
-    register_var("max_active_bytes",
-                 "Stage bytes running at once per dimension: a stage starts beside others only "
-                 "if all fit under this bound, since a link carries their data first come "
-                 "first served (valid: 0 = no bound but max_active, or a byte count; a stage "
-                 "starts on an idle dimension whatever its size)",
-                 MCA_BASE_VAR_TYPE_SIZE_T, NULL, OPAL_INFO_LVL_5, &c->max_active_bytes);
-    register_var("min_bytes",
-                 "Messages smaller than this many bytes go to the previous module "
-                 "(valid: >= 0)",
-                 MCA_BASE_VAR_TYPE_SIZE_T, NULL, OPAL_INFO_LVL_4, &c->min_bytes);
-    register_var("threshold",
-                 "Themis falls back to the baseline order when the dimension loads differ by "
-                 "less than this fraction of a chunk (valid: 0 to 1; paper: 0.0625)",
-                 MCA_BASE_VAR_TYPE_DOUBLE, NULL, OPAL_INFO_LVL_6, &c->threshold);
-    register_var("trace",
-                 "Record when every stage of every themis collective became ready, started "
-                 "and ended, as CSV in PREFIX.cid<C>.rank<R>.csv, for themis-sim --measured "
-                 "(valid: empty = off, or a path prefix in a writable directory)",
-                 MCA_BASE_VAR_TYPE_STRING, NULL, OPAL_INFO_LVL_9, &c->trace);
-    register_var("plan_cache_size",
-                 "Compiled plans kept per communicator (valid: 1 to 4096)",
-                 MCA_BASE_VAR_TYPE_INT, NULL, OPAL_INFO_LVL_6, &c->plan_cache_size);
-#if THEMIS_HAVE_CUDA
-    register_enum("cuda",
-                  "CUDA device buffers, detected per call through the CUDA driver (valid: auto = "
-                  "handed to the transport when it moves device memory (UCX with CUDA), else "
-                  "staged through host memory; staged = always staged; off = never looked for: "
-                  "device buffers then fail as in an Open MPI without CUDA support)",
-                  cuda_values, OPAL_INFO_LVL_4, &c->cuda);
-    register_var("staging_bytes",
-                 "Pinned host memory, in bytes, that staging device buffers may hold at once per "
-                 "process; raised where a plan needs more to make progress (its largest "
-                 "(max_active+1) x dimensions chunks) (valid: >= 0)",
-                 MCA_BASE_VAR_TYPE_SIZE_T, NULL, OPAL_INFO_LVL_5, &c->staging_bytes);
-    static char *cuda_driver_default = "libcuda.so.1";
-    c->cuda_driver = cuda_driver_default;
-    register_var("cuda_driver",
-                 "The CUDA driver library themis opens at run time (valid: a soname the loader "
-                 "finds, default libcuda.so.1, or an absolute path, which loads exactly that "
-                 "file)",
-                 MCA_BASE_VAR_TYPE_STRING, NULL, OPAL_INFO_LVL_6, &c->cuda_driver);
-    register_enum("cuda_ipc",
-                  "Device-direct node dimensions: ranks of one node exchange device memory "
-                  "through CUDA IPC, network dimensions bounce it through pinned host memory; "
-                  "agreed per communicator at set-up, also runs a dims=auto communicator on one "
-                  "node (valid: auto = where every rank has a CUDA context and IPC works, with "
-                  "coll_themis_cuda=auto; off = never, device data staged as before)",
-                  cuda_ipc_values, OPAL_INFO_LVL_4, &c->cuda_ipc);
-    register_var("cuda_ipc_cache",
-                 "Peers' device allocations kept open (CUDA IPC mappings) per process, least "
-                 "recently used closed first (valid: 1 to 65536)",
-                 MCA_BASE_VAR_TYPE_INT, NULL, OPAL_INFO_LVL_6, &c->cuda_ipc_cache);
-#endif
+    for (size_t k = 0; k < THEMIS_PARAM_COUNT; ++k) register_param(&themis_params[k]);
     return OMPI_SUCCESS;
+}
+
+void mca_coll_themis_check_params(void)
+{
+    for (size_t k = 0; k < THEMIS_PARAM_COUNT; ++k) {
+        const themis_param_t *p = &themis_params[k];
+        if (!p->range.checked || in_range(p, stored_number(p))) continue;
+        char name[64], got[32], range[96], fallback[32];
+        snprintf(name, sizeof name, "coll_themis_%s", p->name);
+        format_number(p, stored_number(p), got, sizeof got);
+        describe_range(p, range, sizeof range);
+        format_number(p, p->default_value, fallback, sizeof fallback);
+        if (mca_coll_themis_first_process())
+            mca_coll_themis_show_help("bad-param", name, got, range, fallback);
+        set_default(p);
+    }
 }
 
 static int themis_open(void)

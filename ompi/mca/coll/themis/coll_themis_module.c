@@ -68,55 +68,12 @@ static void module_destruct(mca_coll_themis_module_t *m)
 OBJ_CLASS_INSTANCE(mca_coll_themis_module_t, mca_coll_base_module_t, module_construct,
                    module_destruct);
 
-/* Warns once, then restores the default of an out-of-range integer parameter. */
-static void check_range(const char *name, int *value, int lo, int hi, int fallback)
-{
-    if (*value >= lo && *value <= hi) return;
-    char got[32], range[64], def[32];
-    snprintf(got, sizeof got, "%d", *value);
-    snprintf(range, sizeof range, "%d to %d", lo, hi);
-    snprintf(def, sizeof def, "%d", fallback);
-    if (mca_coll_themis_first_process())
-        mca_coll_themis_show_help("bad-param", name, got, range, def);
-    *value = fallback;
-}
-
-/* The same for a real-valued parameter (NaN included). */
-static void check_real_range(const char *name, double *value, double lo, double hi,
-                             double fallback)
-{
-    if (*value >= lo && *value <= hi) return;
-    char got[32], range[64], def[32];
-    snprintf(got, sizeof got, "%g", *value);
-    snprintf(range, sizeof range, "%g to %g", lo, hi);
-    snprintf(def, sizeof def, "%g", fallback);
-    if (mca_coll_themis_first_process())
-        mca_coll_themis_show_help("bad-param", name, got, range, def);
-    *value = fallback;
-}
-
 int mca_coll_themis_init_query(bool enable_progress_threads, bool enable_mpi_threads)
 {
     (void) enable_progress_threads;
     (void) enable_mpi_threads;
-    mca_coll_themis_component_t *c = &mca_coll_themis_component;
-    check_range("coll_themis_chunks", &c->chunks, 0, 4096, 128);
-    check_range("coll_themis_max_active", &c->max_active, 1, 64, 4);
-    check_range("coll_themis_plan_cache_size", &c->plan_cache_size, 1, 4096, 64);
-#if THEMIS_HAVE_CUDA
-    check_range("coll_themis_cuda_ipc_cache", &c->cuda_ipc_cache, 1, 65536, 128);
-#endif
-    check_real_range("coll_themis_threshold", &c->threshold, 0, 1, 1.0 / 16);
-    check_real_range("coll_themis_calibration_seconds", &c->calibration_seconds, 0, 60, 0.5);
-    if (0 == c->min_chunk_bytes) c->min_chunk_bytes = 1;
-    if (c->pml_message_bytes != 0 && c->pml_message_bytes < 1024) {
-        char got[32];
-        snprintf(got, sizeof got, "%zu", c->pml_message_bytes);
-        if (mca_coll_themis_first_process())
-            mca_coll_themis_show_help("bad-param", "coll_themis_pml_message_bytes", got,
-                                      "0 or 1024 and more", "0");
-        c->pml_message_bytes = 0;
-    }
+    /* The parameters hold what the user gave by now: put bad values back to the default. */
+    mca_coll_themis_check_params();
     return OMPI_SUCCESS;
 }
 
