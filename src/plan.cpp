@@ -125,13 +125,14 @@ bool is_suffix_of_order(const std::vector<int> &order, int dim, const std::vecto
 }
 
 ByteRange run_of_pieces(const Topology &topo, int base, const std::vector<int> &free,
-                        const std::vector<ByteRange> &pieces) {
+                        const PieceLayout &layout, int chunk) {
     int lo = base, hi = base;
     for (int d : free) {
         lo = topo.with_coord(lo, d, 0);
         hi = topo.with_coord(hi, d, topo.dim(d).peers - 1);
     }
-    return {pieces[lo].offset, pieces[hi].offset + pieces[hi].length - pieces[lo].offset};
+    const ByteRange first = layout.piece(chunk, lo), last = layout.piece(chunk, hi);
+    return {first.offset, last.offset + last.length - first.offset};
 }
 
 } // namespace
@@ -149,33 +150,44 @@ std::vector<double> chunk_bytes(const PlanRequest &req, int chunks) {
     return bytes;
 }
 
+PieceLayout::PieceLayout(const Topology &topo, const PlanRequest &req,
+                         const std::vector<ChunkSchedule> &schedule)
+    : topo_(topo), req_(req), chunks_(schedule.size()) {
+    if (req.collective == Collective::AllReduce) {
+        for (const ChunkSchedule &chunk : schedule) rs_orders_.push_back(rs_order(chunk));
+        return;
+    }
+    uint64_t packed = 0;
+    for (size_t r = 0; r < req.block_counts.size(); ++r) {
+        displs_.push_back(req.block_displs.empty() ? packed : req.block_displs.at(r));
+        packed += req.block_counts[r];
+    }
+}
+
+ByteRange PieceLayout::piece(int chunk, int rank) const {
+    const uint64_t es = req_.element_size;
+    if (req_.collective == Collective::AllReduce) {
+        // The chunk's part of the vector, cut into one piece per rank in RS order.
+        const uint64_t count = req_.block_counts.at(0);
+        const uint64_t start = part_offset(count, chunks_, chunk);
+        const uint64_t len = part_size(count, chunks_, chunk);
+        const uint64_t n = static_cast<uint64_t>(topo_.size());
+        const uint64_t p = rs_order_position(topo_, rs_orders_[chunk], rank);
+        return {(start + part_offset(len, n, p)) * es, part_size(len, n, p) * es};
+    }
+    // The chunk's part of the rank's own block.
+    const uint64_t count = req_.block_counts.at(rank);
+    return {(displs_[rank] + part_offset(count, chunks_, chunk)) * es,
+            part_size(count, chunks_, chunk) * es};
+}
+
 std::vector<std::vector<ByteRange>> piece_layout(const Topology &topo, const PlanRequest &req,
                                                  const std::vector<ChunkSchedule> &schedule) {
-    const int chunks = static_cast<int>(schedule.size());
-    const int n = topo.size();
-    const uint64_t es = req.element_size;
-    std::vector<std::vector<ByteRange>> pieces(chunks, std::vector<ByteRange>(n));
-    if (req.collective == Collective::AllReduce) {
-        const uint64_t count = req.block_counts.at(0);
-        for (int k = 0; k < chunks; ++k) {
-            uint64_t start = part_offset(count, chunks, k), len = part_size(count, chunks, k);
-            std::vector<int> order = rs_order(schedule[k]);
-            for (int r = 0; r < n; ++r) {
-                uint64_t p = rs_order_position(topo, order, r);
-                pieces[k][r] = {(start + part_offset(len, n, p)) * es, part_size(len, n, p) * es};
-            }
-        }
-    } else {
-        uint64_t packed = 0;
-        for (int r = 0; r < n; ++r) {
-            const uint64_t count = req.block_counts.at(r);
-            const uint64_t displ = req.block_displs.empty() ? packed : req.block_displs.at(r);
-            for (int k = 0; k < chunks; ++k)
-                pieces[k][r] = {(displ + part_offset(count, chunks, k)) * es,
-                                part_size(count, chunks, k) * es};
-            packed += count;
-        }
-    }
+    const PieceLayout layout(topo, req, schedule);
+    std::vector<std::vector<ByteRange>> pieces(schedule.size(),
+                                               std::vector<ByteRange>(topo.size()));
+    for (size_t k = 0; k < schedule.size(); ++k)
+        for (int r = 0; r < topo.size(); ++r) pieces[k][r] = layout.piece(static_cast<int>(k), r);
     return pieces;
 }
 
@@ -194,7 +206,7 @@ Plan compile_plan(const Topology &topo, const PlanRequest &req) {
     plan.predicted_time = order.makespan;
     plan.busy = order.busy;
 
-    const auto pieces = piece_layout(topo, req, plan.schedule);
+    const PieceLayout layout(topo, req, plan.schedule);
     std::vector<int> first_op(chunks);
     for (int k = 0; k < chunks; ++k) {
         first_op[k] = static_cast<int>(plan.ops.size());
@@ -217,9 +229,10 @@ Plan compile_plan(const Topology &topo, const PlanRequest &req) {
                 const int base = topo.with_coord(req.rank, stage.dim, j);
                 std::vector<ByteRange> block;
                 if (contiguous)
-                    block.push_back(run_of_pieces(topo, base, free, pieces[k]));
+                    block.push_back(run_of_pieces(topo, base, free, layout, k));
                 else
-                    for_each_rank(topo, base, free, [&](int r) { block.push_back(pieces[k][r]); });
+                    for_each_rank(topo, base, free,
+                                  [&](int r) { block.push_back(layout.piece(k, r)); });
                 coalesce(block);
                 op.ranges.insert(op.ranges.end(), block.begin(), block.end());
                 op.block_begin.push_back(static_cast<uint32_t>(op.ranges.size()));

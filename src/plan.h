@@ -105,10 +105,28 @@ struct Plan {
     std::string describe() const;
 };
 
-// Bytes of every chunk when req is cut into `chunks`, as piece_layout lays them out.
+// Bytes of every chunk when req is cut into `chunks`, as PieceLayout lays them out.
 std::vector<double> chunk_bytes(const PlanRequest &req, int chunks);
 
-// Byte ranges of every rank's piece of every chunk: pieces[chunk][rank].
+// Where every rank's piece of every chunk lies in the work buffer. Computed on demand:
+// a rank's plan reads a few pieces per block (two per block of an All-Reduce), not the
+// table of all chunks x ranks, which a 1024-rank plan would spend most of its time on.
+class PieceLayout {
+  public:
+    // topo, req and schedule must outlive the layout.
+    PieceLayout(const Topology &topo, const PlanRequest &req,
+                const std::vector<ChunkSchedule> &schedule);
+    ByteRange piece(int chunk, int rank) const;
+
+  private:
+    const Topology &topo_;
+    const PlanRequest &req_;
+    uint64_t chunks_;
+    std::vector<std::vector<int>> rs_orders_; // All-Reduce: each chunk's RS order
+    std::vector<uint64_t> displs_;            // RS / AG: where each rank's block starts
+};
+
+// Every piece: pieces[chunk][rank] (for checks; plans ask PieceLayout for what they need).
 std::vector<std::vector<ByteRange>> piece_layout(const Topology &topo, const PlanRequest &req,
                                                  const std::vector<ChunkSchedule> &schedule);
 
