@@ -19,9 +19,18 @@ namespace {
 
 struct Ready {
     StageRef ref;
-    long seq;   // arrival order
-    double key; // SCF key: the stage's larger side
-    size_t run; // index into Ordering::runs
+    long seq;     // arrival order
+    double key;   // SCF key: the stage's larger side
+    double ready; // when it became ready
+};
+
+// Heap order of a dimension's ready stages: true if `a` is served after `b`.
+struct ServedAfter {
+    IntraPolicy policy;
+    bool operator()(const Ready &a, const Ready &b) const {
+        if (policy != IntraPolicy::Fifo && a.key != b.key) return a.key > b.key;
+        return policy == IntraPolicy::ScfNewest ? a.seq < b.seq : a.seq > b.seq;
+    }
 };
 
 struct Running {
@@ -35,9 +44,12 @@ class Simulation {
   public:
     Simulation(const Topology &topo, const std::vector<ChunkSchedule> &chunks,
                const OrderingParams &params)
-        : topo_(topo), chunks_(chunks), params_(params), queue_(topo.num_dims()),
-          running_(topo.num_dims()) {
+        : topo_(topo), chunks_(chunks), params_(params), served_after_{params.intra},
+          queue_(topo.num_dims()), running_(topo.num_dims()) {
         out_.dim_order.resize(topo.num_dims());
+        size_t stages = 0;
+        for (const ChunkSchedule &c : chunks) stages += c.stages.size();
+        out_.runs.reserve(stages);
         out_.busy.assign(topo.num_dims(), 0.0);
     }
 
@@ -47,9 +59,6 @@ class Simulation {
         start_ready();
         while (any_running()) advance();
         out_.makespan = now_;
-        // Runs were recorded as their stages became ready; report them in start order.
-        std::stable_sort(out_.runs.begin(), out_.runs.end(),
-                         [](const StageRun &a, const StageRun &b) { return a.start < b.start; });
         return std::move(out_);
     }
 
@@ -60,22 +69,9 @@ class Simulation {
         const Stage &s = stage(r);
         double key = std::max(s.input_bytes,
                               stage_output_bytes(topo_.dim(s.dim), s.phase, s.input_bytes));
-        out_.runs.push_back({r, s.dim, now_, 0, 0});
-        queue_[s.dim].push_back({r, next_seq_++, key, out_.runs.size() - 1});
-    }
-
-    // Picks the next stage of a dimension's queue by the intra-dimension policy.
-    size_t pick(const std::vector<Ready> &q) const {
-        size_t best = 0;
-        for (size_t i = 1; i < q.size(); ++i) {
-            const bool newer = q[i].seq > q[best].seq;
-            const bool tie_wins = params_.intra == IntraPolicy::ScfNewest ? newer : !newer;
-            bool better = params_.intra == IntraPolicy::Fifo
-                              ? !newer
-                              : q[i].key < q[best].key || (q[i].key == q[best].key && tie_wins);
-            if (better) best = i;
-        }
-        return best;
+        auto &q = queue_[s.dim];
+        q.push_back({r, next_seq_++, key, now_});
+        std::push_heap(q.begin(), q.end(), served_after_);
     }
 
     // Whether a stage of `size` bytes may start on dimension d now (see the byte bound).
@@ -91,16 +87,17 @@ class Simulation {
         for (int d = 0; d < topo_.num_dims(); ++d) {
             auto &q = queue_[d];
             while (!q.empty() && static_cast<int>(running_[d].size()) < params_.max_active) {
-                size_t i = pick(q);
-                Ready r = q[i];
-                // The picked stage is next in the dimension's order: if it does not fit,
-                // nothing starts before it.
-                if (!fits(d, r.key)) break;
-                q.erase(q.begin() + static_cast<long>(i));
+                // The policy's next stage is next in the dimension's order: if it does not
+                // fit, nothing starts before it.
+                if (!fits(d, q.front().key)) break;
+                std::pop_heap(q.begin(), q.end(), served_after_);
+                const Ready r = q.back();
+                q.pop_back();
                 const Stage &s = stage(r.ref);
                 const Dimension &dim = topo_.dim(d);
-                size_t run = r.run;
-                out_.runs[run].start = now_;
+                // Recorded as they start: runs come out in start order.
+                const size_t run = out_.runs.size();
+                out_.runs.push_back({r.ref, d, r.ready, now_, 0});
                 out_.dim_order[d].push_back(r.ref);
                 running_[d].push_back({run, stage_latency(dim),
                                        stage_bytes_sent(dim, s.phase, s.input_bytes), r.key});
@@ -170,7 +167,8 @@ class Simulation {
     const Topology &topo_;
     const std::vector<ChunkSchedule> &chunks_;
     OrderingParams params_;
-    std::vector<std::vector<Ready>> queue_;
+    ServedAfter served_after_;
+    std::vector<std::vector<Ready>> queue_; // per dimension: a heap, next served first
     std::vector<std::vector<Running>> running_;
     Ordering out_;
     // Scratch of advance(), kept between events (the planner runs many simulations).

@@ -62,18 +62,19 @@ uint64_t rs_order_position(const Topology &topo, const std::vector<int> &order, 
     return p;
 }
 
+// Sorts the ranges and merges adjacent ones, in place (plans compile thousands of blocks).
 void coalesce(std::vector<ByteRange> &rs) {
     std::sort(rs.begin(), rs.end(),
               [](const ByteRange &a, const ByteRange &b) { return a.offset < b.offset; });
-    std::vector<ByteRange> out;
-    for (const auto &r : rs) {
+    size_t out = 0;
+    for (const ByteRange &r : rs) {
         if (r.length == 0) continue;
-        if (!out.empty() && out.back().offset + out.back().length == r.offset)
-            out.back().length += r.length;
+        if (out > 0 && rs[out - 1].offset + rs[out - 1].length == r.offset)
+            rs[out - 1].length += r.length;
         else
-            out.push_back(r);
+            rs[out++] = r;
     }
-    rs.swap(out);
+    rs.resize(out);
 }
 
 // Calls fn(rank) for every rank equal to `base` on all dimensions but those in `free`.
@@ -117,11 +118,10 @@ std::vector<int> free_dims(const Topology &topo, const ChunkSchedule &chunk, int
 // 0 to the rank with every free coordinate at its maximum. Found in O(dimensions).
 bool is_suffix_of_order(const std::vector<int> &order, int dim, const std::vector<int> &free) {
     auto at = std::find(order.begin(), order.end(), dim);
-    if (at == order.end()) return false;
-    std::vector<int> after(at + 1, order.end()), sorted_free = free;
-    std::sort(after.begin(), after.end());
-    std::sort(sorted_free.begin(), sorted_free.end());
-    return after == sorted_free;
+    if (at == order.end() || static_cast<size_t>(order.end() - at - 1) != free.size()) return false;
+    // An order names each dimension once, and free_dims lists them ascending.
+    return std::all_of(at + 1, order.end(),
+                       [&](int d) { return std::binary_search(free.begin(), free.end(), d); });
 }
 
 ByteRange run_of_pieces(const Topology &topo, int base, const std::vector<int> &free,
@@ -208,6 +208,7 @@ Plan compile_plan(const Topology &topo, const PlanRequest &req) {
 
     const PieceLayout layout(topo, req, plan.schedule);
     std::vector<int> first_op(chunks);
+    std::vector<ByteRange> block; // one block's ranges, reused
     for (int k = 0; k < chunks; ++k) {
         first_op[k] = static_cast<int>(plan.ops.size());
         const ChunkSchedule &chunk = plan.schedule[k];
@@ -227,7 +228,7 @@ Plan compile_plan(const Topology &topo, const PlanRequest &req) {
             op.block_begin.push_back(0);
             for (int j = 0; j < topo.dim(stage.dim).peers; ++j) {
                 const int base = topo.with_coord(req.rank, stage.dim, j);
-                std::vector<ByteRange> block;
+                block.clear();
                 if (contiguous)
                     block.push_back(run_of_pieces(topo, base, free, layout, k));
                 else

@@ -110,6 +110,7 @@ std::vector<ChunkSchedule> schedule_chunks(const Topology &topo, Collective coll
     for (double bytes : chunk_bytes) {
         ChunkSchedule chunk;
         chunk.bytes = bytes;
+        chunk.stages.reserve(2 * ascending.size());
         const bool themis = params.policy == Policy::Themis && !ascending.empty();
         if (coll == Collective::AllGather) {
             // A standalone AG starts from this rank's 1/N share; most loaded first.
