@@ -41,12 +41,11 @@ struct ByteRange {
 
 // PlanRequest::chunks asking the planner (planner.h) to choose the count.
 constexpr int kAutoChunks = 0;
-// The component's default coll_themis_chunks (coll_themis_component.c says the same), and
-// themis-sim's, so that both plan alike: at most 128 chunks, no chunk under the smallest.
-// Not auto: on the emulated 2x4 100/200 network the planner chose 16 chunks for 16 MiB
-// (predicted 99.5 % of the ideal; its simulation ignores coll_themis_max_active_bytes,
-// which lets only two 1 MiB stages run at once per dimension) and measured 81-94 %, where
-// 64 chunks measured 93-97 % (bench/RESULTS.md, "Planner: chunks on the network").
+// The component's default coll_themis_chunks, and themis-sim's, so that both plan alike:
+// at most 128 chunks, no chunk under the smallest. Not auto: the planner's model lets one
+// stage fill a link, so it picks 16 large chunks on the emulated 2x4 100/200 network, where
+// one stage per dimension measured 56 % of the link (four: 94 %); allgather then measured
+// 89-92 % of the ideal at 16 and 64 MiB against 95-96 % with 128 chunks.
 constexpr int kDefaultChunks = 128;
 
 struct PlanRequest {

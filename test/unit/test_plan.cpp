@@ -706,6 +706,8 @@ TEST(PlanCacheTest, EveryKeyFieldMakesADifferentPlan) {
     vary([](PlanRequest &r) { r.scheduler.threshold = 0.5; });
     vary([](PlanRequest &r) { r.ordering.intra = IntraPolicy::Fifo; });
     vary([](PlanRequest &r) { r.ordering.max_active = 2; });
+    vary([](PlanRequest &r) { r.ordering.max_active_bytes = 1 << 20; });
+    vary([](PlanRequest &r) { r.block_displs = {70, 60, 50, 40, 30, 20, 10, 0}; });
     vary([](PlanRequest &r) { r.rank = 4; });
     keys.push_back({parse_topology("2x4:lat=2us"), base});
     keys.push_back({parse_topology("4x2"), base});

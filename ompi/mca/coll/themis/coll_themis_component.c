@@ -150,7 +150,7 @@ static const themis_param_t themis_params[] = {
      .help = "What the load tracker charges per stage (valid: reference = bandwidth time "
              "only, latency = bandwidth time plus steps x step latency)"},
     {.name = "transport", FIELD(transport), .choices = transport_values, .level = OPAL_INFO_LVL_4,
-     .default_value = THEMIS_TRANSPORT_PML, /* measured faster here, see bench/RESULTS.md */
+     .default_value = THEMIS_TRANSPORT_PML, /* UCX over TCP took 1.05-1.23x the PML's time */
      .help = "How the per-dimension stages move data (valid: auto = UCX when it starts, "
              "else the PML; pml = Open MPI's point-to-point layer; ucx = UCX UCP directly)"},
     {.name = "node_transport", FIELD(node_transport), .choices = node_transport_values,
@@ -168,7 +168,7 @@ static const themis_param_t themis_params[] = {
              "messages elsewhere; N = parts of at most N bytes on every dimension, "
              "1073741824 = never split; the same on every rank"},
     {.name = "chunks", FIELD(chunks), .level = OPAL_INFO_LVL_5,
-     .default_value = 128, /* at most; kDefaultChunks in src/planner.h says why not auto (0) */
+     .default_value = 128, /* at most; kDefaultChunks in src/plan.h says why not auto (0) */
      RANGE(0, 4096),
      .help = "Chunks a collective is split into, fewer where min_chunk_bytes asks; 0 = "
              "auto: the count predicted fastest, up to 128"},
@@ -177,11 +177,11 @@ static const themis_param_t themis_params[] = {
      .help = "Smallest chunk in bytes: fewer chunks are used for smaller messages "
              "(valid: 0 = no floor, or a byte count)"},
     {.name = "max_active", FIELD(max_active), .level = OPAL_INFO_LVL_5,
-     .default_value = 4, /* one stage per dimension cannot fill a link: bench/RESULTS.md */
+     .default_value = 4, /* one stage per dimension cannot fill a link: K=1 56 %, 4 94 % */
      RANGE(1, 64),
      .help = "Stages running at once per dimension, K"},
     {.name = "max_active_bytes", FIELD(max_active_bytes), .level = OPAL_INFO_LVL_5,
-     .default_value = 2 * 1024 * 1024, /* more queue FIFO on a link: bench/RESULTS.md */
+     .default_value = 2 * 1024 * 1024, /* more only queues on a link: 82.5 % vs 79.5 % unbounded */
      .help = "Stage bytes running at once per dimension: a stage starts beside others only "
              "if all fit under this bound, since a link carries their data first come "
              "first served (valid: 0 = no bound but max_active, or a byte count; a stage "
