@@ -20,7 +20,7 @@ step() { printf '==> %s\n' "$*"; }
 # ---------------------------------------------------------------- packages
 PACKAGES=(
   build-essential autoconf automake libtool pkg-config
-  openmpi-bin libopenmpi-dev libucx-dev libhwloc-dev
+  openmpi-bin libopenmpi-dev libucx-dev libhwloc-dev libglpk-dev
   libgtest-dev googletest libbenchmark-dev cmake
   iproute2 python3 procps
 )

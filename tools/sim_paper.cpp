@@ -1,6 +1,8 @@
 // sim_paper: one simulated collective, and the Themis paper's microbenchmark (see sim_paper.h).
 #include "sim_paper.h"
 
+#include "order_mix.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -242,6 +244,47 @@ void print_model(std::ostream &out, const RunIndex &index, const LatencyModel &m
     out << "\n";
 }
 
+std::string order_text(const std::vector<int> &order) {
+    std::string s;
+    for (int d : order) s += (s.empty() ? "" : ",") + std::to_string(d);
+    return s;
+}
+
+// The best order mix of each topology (order_mix.h) against the greedy's bandwidth-only
+// averages: what is left between them is the schedule's (pipeline, discrete chunks), not
+// the choice of orders.
+void print_order_mix(std::ostream &out, const RunIndex &index) {
+    out << "order_mix: best mix of RS orders (linear program over order fractions, bandwidth "
+           "only, no pipeline): the bound's utilization against the greedy's, averaged over "
+           "sizes\n";
+    char buf[200];
+    snprintf(buf, sizeof buf, "%-20s %12s %12s %12s   %s\n", "topology", "order_mix",
+             "themis_scf", "themis_auto", "orders (fraction)");
+    out << buf;
+    const std::string model = kLatencyModels[0].name; // bandwidth only
+    for (const auto &name : paper_topology_names()) {
+        const Topology topo = paper_topology(name)->without_latency();
+        const double bytes = kPaperSizes[0]; // the bound scales with the bytes, as the ideal
+        const OrderMix mix = best_order_mix(topo, Collective::AllReduce, bytes);
+        const double bound = ideal_time(topo, Collective::AllReduce, bytes) / mix.time;
+        std::vector<double> scf, planned;
+        for (double b : kPaperSizes) {
+            scf.push_back(index.at(model, name, b, kPaperPolicies[kScf]).utilization());
+            planned.push_back(index.at(model, name, b, kPaperPolicies[kNumPolicies - 1]).utilization());
+        }
+        std::string orders;
+        for (const OrderShare &s : mix.shares) {
+            snprintf(buf, sizeof buf, "%s%s (%.2f)", orders.empty() ? "" : " ",
+                     order_text(s.order).c_str(), s.fraction);
+            orders += buf;
+        }
+        snprintf(buf, sizeof buf, "%-20s %10.2f %% %10.2f %% %10.2f %%   %s\n", name.c_str(),
+                 100 * bound, 100 * mean(scf), 100 * mean(planned), orders.c_str());
+        out << buf;
+    }
+    out << "\n";
+}
+
 } // namespace
 
 std::vector<PaperRun> run_paper() {
@@ -265,6 +308,7 @@ void print_paper(std::ostream &out, const std::vector<PaperRun> &runs) {
            "time\n\n";
     const RunIndex index(runs);
     for (const auto &model : kLatencyModels) print_model(out, index, model);
+    print_order_mix(out, index);
 }
 
 void write_paper_csv(std::ostream &out, const std::vector<PaperRun> &runs) {
