@@ -10,7 +10,7 @@
 #include <tuple>
 
 #include "coll_themis_cuda.h"
-#include "coll_themis_cuda_driver.h"
+#include "cuda/driver.h"
 #include "control_channels.h"
 
 #include "opal/util/output.h"
