@@ -8,8 +8,7 @@ namespace cuda {
 
 StreamCopier::~StreamCopier() {
     for (auto &q : pending_)
-        for (auto &p : q) (void) drv().cuEventDestroy(p.event);
-    for (CUevent e : spare_) (void) drv().cuEventDestroy(e);
+        for (auto &p : q) events_.put(p.event);
 }
 
 void StreamCopier::copy(Direction dir, void *dst, const void *src, size_t bytes) {
@@ -18,20 +17,9 @@ void StreamCopier::copy(Direction dir, void *dst, const void *src, size_t bytes)
     dirty_[dir] = true;
 }
 
-CUevent StreamCopier::unused_event() {
-    CUevent e = nullptr;
-    if (spare_.empty()) {
-        check(drv().cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
-        return e;
-    }
-    e = spare_.back();
-    spare_.pop_back();
-    return e;
-}
-
 AsyncCopier::Fence StreamCopier::fence(Direction dir) {
     if (!dirty_[dir]) return last_[dir];
-    CUevent e = unused_event();
+    CUevent e = events_.take("cuEventCreate");
     check(drv().cuEventRecord(e, stream_[dir]), "cuEventRecord");
     pending_[dir].push_back({++last_[dir], e});
     dirty_[dir] = false;
@@ -45,7 +33,7 @@ bool StreamCopier::passed(Direction dir, Fence fence) {
         if (r == CUDA_ERROR_NOT_READY) break;
         check(r, "cuEventQuery (staging copy)");
         done_[dir] = q.front().seq;
-        spare_.push_back(q.front().event);
+        events_.put(q.front().event);
         q.pop_front();
     }
     return done_[dir] >= fence;

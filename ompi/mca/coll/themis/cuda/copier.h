@@ -6,10 +6,10 @@
 #if THEMIS_HAVE_CUDA
 
 #include <deque>
-#include <vector>
 
 #include <cuda.h>
 
+#include "cuda/events.h"
 #include "staging.h"
 
 namespace themis {
@@ -36,11 +36,9 @@ class StreamCopier : public AsyncCopier {
     };
     CUstream stream_[2];
     std::deque<Pending> pending_[2];
-    std::vector<CUevent> spare_; // events whose fence has passed, for the next ones
+    EventPool events_;
     Fence last_[2] = {0, 0}, done_[2] = {0, 0};
     bool dirty_[2] = {false, false}; // copies queued since the last fence
-
-    CUevent unused_event();
 };
 
 } // namespace cuda
