@@ -1,42 +1,29 @@
-// host_memory: Memory on host buffers; temporary buffers are kept for reuse, so a plan
-// that runs again allocates nothing. The cache holds at most as many bytes as were ever
-// handed out at once (the largest working set so far; 256 MiB at most): a communicator
-// whose calls change sizes all the time would otherwise keep a buffer of every size it
-// met, up to the limit (the randomized stress test grew 18 MiB a process at 8 ranks).
+// host_memory: Memory on host buffers (memcpy); temporary buffers are kept for reuse by a
+// BufferCache (buffer_cache.h): from malloc, at most 256 MiB, by default; from another
+// host allocator (the CUDA glue's pinned memory) with a limit of its own.
 #pragma once
 
-#include <map>
-
+#include "buffer_cache.h"
 #include "transport.h"
 
 namespace themis {
 
 class HostMemory : public Memory {
   public:
-    HostMemory() = default;
-    ~HostMemory() override;
-    HostMemory(const HostMemory &) = delete;
-    HostMemory &operator=(const HostMemory &) = delete;
+    HostMemory();
+    HostMemory(RawAllocator raw, size_t cache_limit) : cache_(raw, cache_limit) {}
 
     void copy(void *dst, const void *src, size_t bytes) override;
-    void *acquire(size_t bytes) override;
-    void release(void *buf, size_t bytes) override;
+    void *acquire(size_t bytes) override { return cache_.acquire(bytes); }
+    void release(void *buf, size_t) override { cache_.release(buf); }
 
-    size_t cached_bytes() const { return cached_bytes_; }
-    size_t outstanding() const { return outstanding_; }
-    // The most bytes handed out at once so far: what the cache may hold.
-    size_t peak_bytes() const { return peak_bytes_; }
+    BufferCache &cache() { return cache_; }
+    size_t cached_bytes() const { return cache_.cached_bytes(); }
+    size_t outstanding() const { return cache_.outstanding(); }
+    size_t peak_bytes() const { return cache_.peak_bytes(); }
 
   private:
-    // Released buffers, by size; beyond this many bytes they are freed instead.
-    static constexpr size_t kCacheLimit = size_t(256) << 20;
-    std::multimap<size_t, void *> free_;
-    std::map<void *, size_t> size_of_; // every buffer handed out, with its real size
-    size_t cached_bytes_ = 0;
-    size_t outstanding_ = 0;
-    size_t outstanding_bytes_ = 0, peak_bytes_ = 0;
-
-    void *handed_out(void *buf, size_t size);
+    BufferCache cache_;
 };
 
 } // namespace themis

@@ -70,8 +70,9 @@ class DeviceBuffer {
 };
 
 // dst = src op dst over device data: a CUDA kernel for sum, prod, min and max over the
-// floating and integer types (8-bit sums and products excepted, see the .cpp), anything
-// else on the host after copying both operands there, with Open MPI's own functions.
+// floating and integer types (8- and 16-bit sums excepted, see cuda/kernel_choice.h),
+// anything else on the host after copying both operands there, with Open MPI's own
+// functions.
 class DeviceReducer : public Reducer {
   public:
     DeviceReducer(ompi_op_t *op, ompi_datatype_t *dtype, size_t extent);
@@ -84,7 +85,7 @@ class DeviceReducer : public Reducer {
     ompi_datatype_t *dtype_;
     size_t extent_;
     void *kernel_ = nullptr; // CUfunction
-    int element_size_ = 0;
+    size_t element_size_ = 0;
 };
 
 // A staged run over device data: hooks for Context::run, staging through pinned host

@@ -1,6 +1,15 @@
-// coll_themis_cuda_driver.h: the CUDA driver's functions as coll/themis calls them, for
-// the CUDA glue's own files (coll_themis_cuda.cpp loads them, coll_themis_cuda_ipc.cpp
-// uses them too). Internal: includes cuda.h, so only the CUDA convenience library sees it.
+// cuda/driver.h: the CUDA driver's functions as coll/themis calls them, for the CUDA
+// glue's own files (cuda/driver.cpp loads them, the rest of cuda/ calls them). Internal:
+// includes cuda.h, so only the CUDA convenience library sees it.
+//
+// Decision: the driver API only, through dlopen/dlsym; no CUDA runtime, not even the
+// static one. The component then has no link-time CUDA dependency and loads anywhere; it
+// needs no second copy of the runtime in processes whose application brings its own
+// (any version); and a toolkit newer than the driver does not refuse to start, as the
+// runtime does (the SASS in the fat binary still loads; only the PTX needs a recent
+// driver). The price is a little bookkeeping: the kernels' module is loaded per context
+// (cuda/device.h), and the function pointers are looked up by name, with the ABI versions
+// cuda.h selects.
 #pragma once
 
 #include "coll_themis_prelude.h"

@@ -1,0 +1,72 @@
+// cuda/process.cpp: the process's CUDA state (see process.h).
+#include "cuda/process.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+
+#include "coll_themis.h"
+#include "cuda/driver.h"
+
+namespace themis {
+namespace cuda {
+
+namespace {
+
+struct Process {
+    std::mutex lock; // set-up only; like the rest of themis, calls are not concurrent
+    std::map<CUcontext, std::unique_ptr<Device>> devices;
+    std::unique_ptr<HostMemory> staging;
+    std::unique_ptr<HostMemory> views;
+    HostMemory bounce;
+};
+Process *process = nullptr;
+
+Process &proc() {
+    static std::once_flag once;
+    std::call_once(once, [] { process = new Process; });
+    return *process;
+}
+
+// Host views of small device buffers are kept up to this many bytes (pinned memory is
+// precious too; larger views still work, their memory is just not kept).
+constexpr size_t kViewCacheLimit = size_t(16) << 20;
+
+HostMemory &pinned_pool(std::unique_ptr<HostMemory> &pool, size_t cache_limit) {
+    std::lock_guard<std::mutex> guard(proc().lock);
+    if (!pool) pool = std::make_unique<HostMemory>(kPinnedAllocator, cache_limit);
+    return *pool;
+}
+
+} // namespace
+
+Device &current_device() {
+    CUcontext ctx = nullptr;
+    check(drv().cuCtxGetCurrent(&ctx), "cuCtxGetCurrent");
+    if (!ctx) throw std::runtime_error("CUDA: no context is current on this thread");
+    Process &p = proc();
+    std::lock_guard<std::mutex> guard(p.lock);
+    auto &d = p.devices[ctx];
+    if (!d) d = std::make_unique<Device>();
+    return *d;
+}
+
+HostMemory &staging_memory() {
+    return pinned_pool(proc().staging, std::max<size_t>(mca_coll_themis_component.staging_bytes, 1));
+}
+
+HostMemory &view_memory() { return pinned_pool(proc().views, kViewCacheLimit); }
+
+HostMemory &bounce_memory() { return proc().bounce; }
+
+void release_process() {
+    if (!process) return;
+    process->devices.clear();
+    process->staging.reset();
+    process->views.reset();
+}
+
+} // namespace cuda
+} // namespace themis
