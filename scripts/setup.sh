@@ -22,7 +22,7 @@ PACKAGES=(
   build-essential autoconf automake libtool pkg-config
   openmpi-bin libopenmpi-dev libucx-dev libhwloc-dev libglpk-dev
   libgtest-dev googletest libbenchmark-dev cmake
-  iproute2 python3 procps
+  iproute2 python3 procps clang-format git
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -60,8 +60,10 @@ char *CalibrationExchange::grown(Buffer &b, size_t bytes) {
 
 void CalibrationExchange::release(Buffer &b) {
     if (!b.data) return;
-    if (memory_) memory_->release(b.data, b.bytes);
-    else ::operator delete(b.data);
+    if (memory_)
+        memory_->release(b.data, b.bytes);
+    else
+        ::operator delete(b.data);
     b = Buffer();
 }
 
@@ -72,7 +74,8 @@ std::vector<double> CalibrationExchange::run(const std::vector<int> &dims,
         const int d = dims[i];
         const ExchangePeers peers = exchange_peers(topo_.dim(d), topo_.coord(position_, d));
         // The bytes are split evenly over the peers the rank sends to.
-        const size_t share = std::max<size_t>(1, (bytes[i] + peers.to.size() - 1) / peers.to.size());
+        const size_t share =
+            std::max<size_t>(1, (bytes[i] + peers.to.size() - 1) / peers.to.size());
         char *send = grown(send_[d], share), *recv = grown(recv_[d], share * peers.from.size());
         PendingDimension p{d, {}, now(), 0};
         for (size_t k = 0; k < peers.from.size(); ++k)
@@ -106,8 +109,7 @@ std::vector<double> CalibrationExchange::run(const std::vector<int> &dims,
     return seconds;
 }
 
-size_t next_exchange_bytes(size_t bytes, double seconds, double target_seconds,
-                           size_t max_bytes) {
+size_t next_exchange_bytes(size_t bytes, double seconds, double target_seconds, size_t max_bytes) {
     if (seconds >= target_seconds / 2 || bytes >= max_bytes) return bytes;
     // At most x4 a step: a shaper's burst or a fast first message would make a larger
     // jump overshoot the target many times (64 KiB in 2 ms, then 1 MiB in 100 ms).
@@ -260,11 +262,13 @@ CalibrationResult calibrate(const Topology &topo, int position, Transport &trans
         std::vector<double> together;
         double slowdown = 0;
         for (size_t i = 0; i < measured.size(); ++i) {
-            together.push_back(bandwidth_of(t.bytes[i], settings.latency_bytes, t.large[i], t.small[i]));
+            together.push_back(
+                bandwidth_of(t.bytes[i], settings.latency_bytes, t.large[i], t.small[i]));
             slowdown = std::max(slowdown, result.dims[measured[i]].bandwidth_alone / together[i]);
         }
         if (slowdown > settings.shared_slowdown)
-            for (size_t i = 0; i < measured.size(); ++i) result.dims[measured[i]].bandwidth = together[i];
+            for (size_t i = 0; i < measured.size(); ++i)
+                result.dims[measured[i]].bandwidth = together[i];
     }
     result.seconds = now() - start;
     result.bytes_sent = exchange.bytes_sent();

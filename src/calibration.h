@@ -53,9 +53,9 @@ namespace themis {
 
 struct CalibrationSettings {
     double budget_seconds = 0.5;
-    size_t min_bytes = 64 << 10;  // first exchange of a phase
-    size_t max_bytes = 16 << 20;  // largest exchange
-    size_t latency_bytes = 8;     // the small exchange that measures latency
+    size_t min_bytes = 64 << 10; // first exchange of a phase
+    size_t max_bytes = 16 << 20; // largest exchange
+    size_t latency_bytes = 8;    // the small exchange that measures latency
     int repetitions = 5;
     // Dimensions count as sharing a resource when, busy together, one of them runs this
     // many times slower than alone; otherwise each keeps its rate alone.
@@ -131,8 +131,7 @@ CalibrationResult calibrate(const Topology &topo, int position, Transport &trans
 // `target_seconds` from the agreed time `seconds` it took, rounded down to a power of two
 // but at least doubled, at most x4, capped at max_bytes; `bytes` itself once it took at
 // least half the target or reached the cap.
-size_t next_exchange_bytes(size_t bytes, double seconds, double target_seconds,
-                           size_t max_bytes);
+size_t next_exchange_bytes(size_t bytes, double seconds, double target_seconds, size_t max_bytes);
 
 // Median of a non-empty list.
 double median(std::vector<double> values);

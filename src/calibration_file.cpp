@@ -176,7 +176,8 @@ void replace_file(const std::string &path, const std::string &text) {
     std::string failure;
     if (!write_all(fd, text)) failure = with_errno("cannot write " + temporary);
     // On disk before the rename: a crash then must not leave an empty file in its place.
-    else if (::fsync(fd) != 0) failure = with_errno("cannot flush " + temporary);
+    else if (::fsync(fd) != 0)
+        failure = with_errno("cannot flush " + temporary);
     if (::close(fd) != 0 && failure.empty()) failure = with_errno("cannot close " + temporary);
     if (failure.empty() && std::rename(temporary.c_str(), path.c_str()) != 0)
         failure = with_errno("cannot rename " + temporary + " over it");
@@ -223,8 +224,8 @@ void write_calibration_entry(const std::string &path, const std::string &key,
     replace_file(path, format_entries(entries));
 }
 
-std::optional<Topology> cached_topology(const CalibrationEntries &entries,
-                                        const std::string &key, const Topology &layout) {
+std::optional<Topology> cached_topology(const CalibrationEntries &entries, const std::string &key,
+                                        const Topology &layout) {
     const auto found = entries.find(key);
     if (found == entries.end()) return std::nullopt;
     Topology cached = parse_topology(found->second.spec);

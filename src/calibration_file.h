@@ -72,7 +72,7 @@ void write_calibration_entry(const std::string &path, const std::string &key,
 
 // The topology cached under `key`, when its sizes and algorithms are those of `layout`;
 // nullopt when there is no entry or it is stale.
-std::optional<Topology> cached_topology(const CalibrationEntries &entries,
-                                        const std::string &key, const Topology &layout);
+std::optional<Topology> cached_topology(const CalibrationEntries &entries, const std::string &key,
+                                        const Topology &layout);
 
 } // namespace themis

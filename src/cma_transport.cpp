@@ -93,7 +93,8 @@ void read_stream(int pid, Cursor &local, Cursor &remote, size_t bytes) {
         const ssize_t got = process_vm_readv(pid, lv.data(), lv.size(), rv.data(), rv.size(), 0);
         if (got < 0 && errno == EINTR) continue;
         if (got < 0 && errno == ESRCH)
-            throw std::runtime_error("cma: the node peer (pid " + std::to_string(pid) + ") is gone");
+            throw std::runtime_error("cma: the node peer (pid " + std::to_string(pid) +
+                                     ") is gone");
         if (got < 0) throw std::system_error(errno, std::generic_category(), "process_vm_readv");
         if (got == 0) throw std::runtime_error("process_vm_readv read nothing");
         local.advance(size_t(got));
@@ -134,14 +135,16 @@ size_t CmaTransport::max_segments(int dim) const {
 
 Transport::Request CmaTransport::isend(int dim, int peer, const void *buf, size_t bytes, int tag) {
     if (!node_dims_[size_t(dim)])
-        return new Req{Req::Send, dim, peer, tag, {}, bytes, nullptr, base_.isend(dim, peer, buf, bytes, tag)};
+        return new Req{Req::Send, dim,   peer,    tag,
+                       {},        bytes, nullptr, base_.isend(dim, peer, buf, bytes, tag)};
     const Segment one{static_cast<char *>(const_cast<void *>(buf)), bytes};
     return isendv(dim, peer, &one, 1, tag);
 }
 
 Transport::Request CmaTransport::irecv(int dim, int peer, void *buf, size_t bytes, int tag) {
     if (!node_dims_[size_t(dim)])
-        return new Req{Req::Receive, dim, peer, tag, {}, bytes, nullptr, base_.irecv(dim, peer, buf, bytes, tag)};
+        return new Req{Req::Receive, dim,   peer,    tag,
+                       {},           bytes, nullptr, base_.irecv(dim, peer, buf, bytes, tag)};
     const Segment one{static_cast<char *>(buf), bytes};
     return irecvv(dim, peer, &one, 1, tag, nullptr);
 }
@@ -162,7 +165,8 @@ Transport::Request CmaTransport::isendv(int dim, int peer, const Segment *segmen
         h.count = count;
         std::memcpy(message.data(), &h, sizeof h);
         for (size_t i = 0; i < count; ++i) {
-            const WireSegment w{uint64_t(reinterpret_cast<uintptr_t>(segments[i].data)), segments[i].bytes};
+            const WireSegment w{uint64_t(reinterpret_cast<uintptr_t>(segments[i].data)),
+                                segments[i].bytes};
             const char *p = reinterpret_cast<const char *>(&w);
             message.insert(message.end(), p, p + sizeof w);
         }
@@ -178,8 +182,14 @@ Transport::Request CmaTransport::irecvv(int dim, int peer, const Segment *segmen
                                         int tag, Reducer *reducer) {
     if (!node_dims_[size_t(dim)]) return base_.irecvv(dim, peer, segments, count, tag, reducer);
     channels_.expect(dim, peer, tag);
-    return new Req{Req::Receive, dim, peer, tag, std::vector<Segment>(segments, segments + count),
-                   total(segments, count), reducer, nullptr};
+    return new Req{Req::Receive,
+                   dim,
+                   peer,
+                   tag,
+                   std::vector<Segment>(segments, segments + count),
+                   total(segments, count),
+                   reducer,
+                   nullptr};
 }
 
 bool CmaTransport::test(Request req) {
@@ -203,7 +213,8 @@ bool CmaTransport::advance(Req &r) {
     if (!channels_.take(r.dim, r.peer, r.tag, kDone, done)) return false;
     Header h;
     std::memcpy(&h, done.data(), sizeof h);
-    if (h.status != 0) throw std::runtime_error("cma: a node peer could not read this rank's memory");
+    if (h.status != 0)
+        throw std::runtime_error("cma: a node peer could not read this rank's memory");
     return true;
 }
 
@@ -211,7 +222,8 @@ bool CmaTransport::advance(Req &r) {
 bool CmaTransport::receive(Req &r) {
     const bool inline_data = r.bytes <= kInlineBytes;
     std::vector<char> message;
-    if (!channels_.take(r.dim, r.peer, r.tag, inline_data ? kInline : kReady, message)) return false;
+    if (!channels_.take(r.dim, r.peer, r.tag, inline_data ? kInline : kReady, message))
+        return false;
     Header h;
     std::memcpy(&h, message.data(), sizeof h);
     if (!inline_data) {
@@ -271,7 +283,7 @@ void CmaTransport::read_peer(const Req &r, const std::vector<char> &ready) {
 
 void allow_peer_reads() {
 #ifdef PR_SET_PTRACER
-    (void) prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+    (void)prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
 #endif
 }
 
@@ -280,7 +292,8 @@ bool cma_read(int pid, const void *address, void *out, size_t bytes, std::string
     const ssize_t got = process_vm_readv(pid, &local, 1, &remote, 1, 0);
     if (got == ssize_t(bytes)) return true;
     why = got < 0 ? std::string("process_vm_readv: ") + std::strerror(errno)
-                  : "process_vm_readv read " + std::to_string(got) + " of " + std::to_string(bytes) + " bytes";
+                  : "process_vm_readv read " + std::to_string(got) + " of " +
+                        std::to_string(bytes) + " bytes";
     return false;
 }
 

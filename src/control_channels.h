@@ -56,7 +56,7 @@ class ControlChannels {
     };
     using Key = std::tuple<int, int, int>; // dim, peer, tag
     struct Channel {
-        std::list<Slot> posted;                           // in posting order
+        std::list<Slot> posted;                                   // in posting order
         std::map<uint32_t, std::list<std::vector<char>>> arrived; // by kind
     };
     struct Outgoing {

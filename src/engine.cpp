@@ -107,8 +107,8 @@ void Engine::forget(Execution *execution) {
     }
 }
 
-Execution::Execution(Engine &engine, std::shared_ptr<const Plan> plan, char *work,
-                     Reducer &reducer, const RunOptions &options)
+Execution::Execution(Engine &engine, std::shared_ptr<const Plan> plan, char *work, Reducer &reducer,
+                     const RunOptions &options)
     : engine_(engine), plan_(std::move(plan)), work_(work), reducer_(reducer),
       memory_(options.memory ? *options.memory : engine.memory()), hooks_(options.hooks),
       next_(engine.topology().num_dims(), 0), op_done_(plan_->ops.size(), false),
@@ -151,10 +151,11 @@ Execution::Next Execution::start_next(int d) {
     const PlanOp &op = plan_->ops[op_index];
     const uint64_t bytes = op_bytes_.empty() ? 0 : op_bytes_[op_index];
     if (op.previous >= 0 && !op_done_[op.previous]) return Next::Waiting; // strictly in order
-    if (!engine_.fits(d, bytes)) return Next::Waiting; // wait for running stages to drain
+    if (!engine_.fits(d, bytes)) return Next::Waiting;      // wait for running stages to drain
     if (hooks_ && !hooks_->ready(op)) return Next::Waiting; // its data is not in place yet
-    StageContext ctx{engine_.transport(), reducer_, memory_, work_, op,
-                     engine_.topology().dim(d).peers, tag_base_[op_index], hooks_};
+    StageContext ctx{
+        engine_.transport(), reducer_, memory_, work_, op, engine_.topology().dim(d).peers,
+        tag_base_[op_index], hooks_};
     if (trace_) {
         // Ready when the chunk's previous stage ended here.
         timing_[op_index].ready = op.previous >= 0 ? timing_[op.previous].end : 0;

@@ -101,7 +101,7 @@ class Execution {
     Reducer &reducer_;
     Memory &memory_;
     ChunkHooks *hooks_;
-    std::vector<bool> last_stage_; // per op, with hooks: the chunk's last stage
+    std::vector<bool> last_stage_;   // per op, with hooks: the chunk's last stage
     std::vector<size_t> next_;       // per dimension: next position in dim_queue
     std::vector<uint64_t> op_bytes_; // per op, its bytes; empty: no byte bound
     std::vector<bool> op_done_;
@@ -119,8 +119,8 @@ class Engine {
            uint64_t max_active_bytes = 0);
 
     // Starts a plan over the work buffer; `reducer` applies this call's op.
-    std::unique_ptr<Execution> start(std::shared_ptr<const Plan> plan, char *work,
-                                     Reducer &reducer, const RunOptions &options = {});
+    std::unique_ptr<Execution> start(std::shared_ptr<const Plan> plan, char *work, Reducer &reducer,
+                                     const RunOptions &options = {});
     // Starts and drives a plan to completion.
     void run(std::shared_ptr<const Plan> plan, char *work, Reducer &reducer,
              const RunOptions &options = {});
@@ -162,8 +162,8 @@ class Engine {
     Memory &memory_;
     int max_active_;
     uint64_t max_active_bytes_;
-    std::vector<uint64_t> op_counter_; // per dimension, across calls
-    std::vector<Execution *> executions_;  // in flight, in start order
+    std::vector<uint64_t> op_counter_;        // per dimension, across calls
+    std::vector<Execution *> executions_;     // in flight, in start order
     std::vector<std::vector<Active>> active_; // per dimension, all executions' stages
     std::vector<uint64_t> active_bytes_;      // per dimension, with a byte bound
     bool progressing_ = false;

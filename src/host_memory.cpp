@@ -20,7 +20,8 @@ constexpr size_t kCacheLimit = size_t(256) << 20;
 
 } // namespace
 
-HostMemory::HostMemory() : cache_({malloc_or_throw, [](void *buf) { std::free(buf); }}, kCacheLimit) {}
+HostMemory::HostMemory()
+    : cache_({malloc_or_throw, [](void *buf) { std::free(buf); }}, kCacheLimit) {}
 
 void HostMemory::copy(void *dst, const void *src, size_t bytes) {
     if (bytes && dst != src) std::memcpy(dst, src, bytes);

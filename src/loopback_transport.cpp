@@ -39,7 +39,8 @@ class LoopbackNetwork::Endpoint : public Transport {
 
 LoopbackNetwork::LoopbackNetwork(const Topology &topo, bool rendezvous)
     : topo_(topo), rendezvous_(rendezvous) {
-    for (int r = 0; r < topo.size(); ++r) endpoints_.push_back(std::make_unique<Endpoint>(*this, r));
+    for (int r = 0; r < topo.size(); ++r)
+        endpoints_.push_back(std::make_unique<Endpoint>(*this, r));
 }
 
 LoopbackNetwork::~LoopbackNetwork() {

@@ -67,8 +67,8 @@ class Simulation {
 
     void make_ready(StageRef r) {
         const Stage &s = stage(r);
-        double key = std::max(s.input_bytes,
-                              stage_output_bytes(topo_.dim(s.dim), s.phase, s.input_bytes));
+        double key =
+            std::max(s.input_bytes, stage_output_bytes(topo_.dim(s.dim), s.phase, s.input_bytes));
         auto &q = queue_[s.dim];
         q.push_back({r, next_seq_++, key, now_});
         std::push_heap(q.begin(), q.end(), served_after_);

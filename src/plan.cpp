@@ -27,8 +27,10 @@ std::string Plan::describe() const {
         Phase last = Phase::AllGather;
         bool first = true;
         for (const Stage &s : schedule[c].stages) {
-            if (first || s.phase != last) os << ' ' << phase_name(s.phase) << ' ';
-            else os << ',';
+            if (first || s.phase != last)
+                os << ' ' << phase_name(s.phase) << ' ';
+            else
+                os << ',';
             os << s.dim;
             last = s.phase;
             first = false;

@@ -80,9 +80,9 @@ struct PlanOp {
     int stage = 0; // position in the chunk's stage list
     int dim = 0;
     Phase phase = Phase::ReduceScatter;
-    int my_block = 0;             // this rank's coordinate in dim
-    int previous = -1;            // index (in Plan::ops) of the chunk's previous stage
-    std::vector<ByteRange> ranges; // the blocks' ranges, block after block
+    int my_block = 0;                  // this rank's coordinate in dim
+    int previous = -1;                 // index (in Plan::ops) of the chunk's previous stage
+    std::vector<ByteRange> ranges;     // the blocks' ranges, block after block
     std::vector<uint32_t> block_begin; // n_d + 1 offsets into ranges
 
     int num_blocks() const { return static_cast<int>(block_begin.size()) - 1; }
@@ -92,13 +92,13 @@ struct PlanOp {
 
 struct Plan {
     Collective collective = Collective::AllReduce;
-    uint64_t work_bytes = 0; // size of the work buffer the ranges refer to
-    std::vector<PlanOp> ops; // grouped by chunk, stages in order
+    uint64_t work_bytes = 0;                 // size of the work buffer the ranges refer to
+    std::vector<PlanOp> ops;                 // grouped by chunk, stages in order
     std::vector<std::vector<int>> dim_queue; // per dimension: op indices in issue order
     std::vector<ChunkSchedule> schedule;
     std::vector<Algorithm> algorithms; // per dimension: what its stages run (the planner's)
-    double predicted_time = 0; // seconds, from the ordering simulation
-    std::vector<double> busy;  // per dimension, seconds
+    double predicted_time = 0;         // seconds, from the ordering simulation
+    std::vector<double> busy;          // per dimension, seconds
 
     // One line per chunk: "c0 RS 0,1 AG 1,0" (for verbose output).
     std::string describe() const;

@@ -18,8 +18,7 @@ template <typename T> void hash_field(Fnv1a &h, const T &v) { h.value(v); }
 uint64_t PlanCache::hash_of(const Topology &topo, const PlanRequest &req) {
     Fnv1a h;
     h.value(topo.fingerprint());
-    std::apply([&h](const auto &...field) { (hash_field(h, field), ...); },
-               plan_request_key(req));
+    std::apply([&h](const auto &...field) { (hash_field(h, field), ...); }, plan_request_key(req));
     return h.digest();
 }
 

@@ -48,7 +48,7 @@ class LayoutError : public std::runtime_error {
 
 struct RankLayout {
     Topology topology;
-    std::vector<int> rank_at; // position -> communicator rank
+    std::vector<int> rank_at;     // position -> communicator rank
     std::vector<int> position_of; // communicator rank -> position
     // One per topology dimension, for log lines: "package", "node", "network",
     // "network<k>" (the topology file's dimension k) with auto, "dim<d>" with a spec.
@@ -57,9 +57,9 @@ struct RankLayout {
 
 // Where each rank of a communicator runs, indexed by communicator rank.
 struct RankPlacement {
-    std::vector<int> node_of; // an id shared by exactly the ranks on the same node
+    std::vector<int> node_of;         // an id shared by exactly the ranks on the same node
     std::vector<std::string> host_of; // hostname; empty when unknown
-    std::vector<int> package_of; // package (socket) within the node, -1 unknown; may be empty
+    std::vector<int> package_of;      // package (socket) within the node, -1 unknown; may be empty
 };
 
 // `dims`: "auto[:bw=..][:lat=..][:alg=..]" or a full spec (see topology.h). `grid`: the

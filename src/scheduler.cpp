@@ -62,8 +62,8 @@ std::vector<int> active_dims(const Topology &topo) {
 }
 
 // Appends stages along `order`, tracking the chunk's size as it shrinks (RS) or grows (AG).
-double append_stages(const Topology &topo, Phase phase, const std::vector<int> &order,
-                     double input, std::vector<Stage> &out) {
+double append_stages(const Topology &topo, Phase phase, const std::vector<int> &order, double input,
+                     std::vector<Stage> &out) {
     for (int d : order) {
         out.push_back({d, phase, input});
         input = stage_output_bytes(topo.dim(d), phase, input);

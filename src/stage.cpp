@@ -37,8 +37,8 @@ Transfer::Transfer(StageContext &ctx, Kind kind, int peer, int lo, int hi, int t
     }
     // One range, or adjacent ranges in the work buffer itself, move in place; received
     // Reduce-Scatter data always lands in a temporary buffer first.
-    const bool direct = (count_ == 1 || (!ctx.hooks && adjacent(ranges_, count_))) &&
-                        kind != Kind::ReceiveReduce;
+    const bool direct =
+        (count_ == 1 || (!ctx.hooks && adjacent(ranges_, count_))) && kind != Kind::ReceiveReduce;
     char *buf = direct ? ctx.at(ranges_[0]) : nullptr;
     if (!direct) temp_ = static_cast<char *>(ctx.memory.acquire(bytes_));
     if (kind == Kind::Send) {

@@ -23,10 +23,10 @@ struct StageContext {
     Transport &transport;
     Reducer &reducer;
     Memory &memory;
-    char *work;     // the buffer the op's ranges refer to
+    char *work; // the buffer the op's ranges refer to
     const PlanOp &op;
-    int peers;      // n_d
-    int tag_base;   // tags tag_base .. tag_base + peers - 1 belong to this op
+    int peers;                   // n_d
+    int tag_base;                // tags tag_base .. tag_base + peers - 1 belong to this op
     ChunkHooks *hooks = nullptr; // set: the bytes are where hooks->locate() says, not in work
 
     // Where the bytes of `range` (one of op.ranges) are.

@@ -43,7 +43,8 @@ std::vector<ByteRange> union_of(std::vector<ByteRange> ranges) {
     for (const ByteRange &r : ranges) {
         if (r.length == 0) continue;
         if (!out.empty() && r.offset <= out.back().offset + out.back().length) {
-            const uint64_t end = std::max(out.back().offset + out.back().length, r.offset + r.length);
+            const uint64_t end =
+                std::max(out.back().offset + out.back().length, r.offset + r.length);
             out.back().length = end - out.back().offset;
         } else {
             out.push_back(r);
@@ -57,8 +58,9 @@ std::vector<StagedRange> place(const std::vector<ByteRange> &ranges,
                                const std::vector<StagedRange> &runs) {
     std::vector<StagedRange> out;
     for (const ByteRange &r : union_of(ranges)) {
-        auto it = std::upper_bound(runs.begin(), runs.end(), r.offset,
-                                   [](uint64_t off, const StagedRange &run) { return off < run.offset; });
+        auto it =
+            std::upper_bound(runs.begin(), runs.end(), r.offset,
+                             [](uint64_t off, const StagedRange &run) { return off < run.offset; });
         if (it == runs.begin() || r.offset + r.length > (it - 1)->offset + (it - 1)->length)
             throw std::logic_error("staging: a range outside its chunk's pieces");
         --it;
@@ -98,10 +100,13 @@ std::vector<ChunkFootprint> chunk_footprints(const Plan &plan) {
         const PlanOp &head = plan.ops[first[k]], &tail = plan.ops[last[k]];
         std::vector<ByteRange> whole;
         for (const StagedRange &r : f.runs) whole.push_back({r.offset, r.length});
-        f.initial = place(plan.collective == Collective::AllGather
-                              ? block_ranges(head, head.my_block) : whole, f.runs);
-        f.result = place(plan.collective == Collective::ReduceScatter
-                             ? block_ranges(tail, tail.my_block) : whole, f.runs);
+        f.initial = place(
+            plan.collective == Collective::AllGather ? block_ranges(head, head.my_block) : whole,
+            f.runs);
+        f.result =
+            place(plan.collective == Collective::ReduceScatter ? block_ranges(tail, tail.my_block)
+                                                               : whole,
+                  f.runs);
     }
     return out;
 }
@@ -154,8 +159,8 @@ void Stager::begin(const Plan &plan) {
     for (const auto &queue : plan.dim_queue)
         for (size_t p = 0; p < queue.size(); ++p) queue_pos_[queue[p]] = p;
     started_.assign(plan.dim_queue.size(), 0);
-    stats_.budget = std::max(config_.budget,
-                             minimum_staging_budget(plan, footprint_, config_.max_active));
+    stats_.budget =
+        std::max(config_.budget, minimum_staging_budget(plan, footprint_, config_.max_active));
 }
 
 void Stager::copy_ranges(AsyncCopier::Direction dir, int chunk,
@@ -165,7 +170,8 @@ void Stager::copy_ranges(AsyncCopier::Direction dir, int chunk,
         const uint64_t lo = std::max(r.offset, region.origin);
         const uint64_t hi = std::min(r.offset + r.length, region.end);
         if (lo >= hi) continue;
-        if (!region.base) throw std::logic_error("staging: no buffer to copy chunk data to or from");
+        if (!region.base)
+            throw std::logic_error("staging: no buffer to copy chunk data to or from");
         char *outside = region.base + (lo - region.origin);
         char *inside = slot + r.slot + (lo - r.offset);
         if (dir == AsyncCopier::ToStaging)
@@ -281,8 +287,9 @@ char *Stager::locate(const PlanOp &op, const ByteRange &range) {
     if (c.state != State::Resident || !c.running)
         throw std::logic_error("staging: chunk " + std::to_string(op.chunk) + " is not staged");
     const auto &runs = footprint_[op.chunk].runs;
-    auto it = std::upper_bound(runs.begin(), runs.end(), range.offset,
-                               [](uint64_t off, const StagedRange &run) { return off < run.offset; });
+    auto it =
+        std::upper_bound(runs.begin(), runs.end(), range.offset,
+                         [](uint64_t off, const StagedRange &run) { return off < run.offset; });
     if (it == runs.begin() || range.offset + range.length > (it - 1)->offset + (it - 1)->length)
         throw std::logic_error("staging: range outside chunk " + std::to_string(op.chunk));
     --it;

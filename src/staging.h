@@ -122,9 +122,9 @@ uint64_t minimum_staging_budget(const Plan &plan, const std::vector<ChunkFootpri
 class Stager : public ChunkHooks {
   public:
     struct Stats {
-        uint64_t budget = 0;     // in force: the configured budget or the minimum
-        uint64_t peak_bytes = 0; // most staging bytes held at once
-        uint64_t loads = 0, load_bytes = 0;         // copies in (first or again)
+        uint64_t budget = 0;                // in force: the configured budget or the minimum
+        uint64_t peak_bytes = 0;            // most staging bytes held at once
+        uint64_t loads = 0, load_bytes = 0; // copies in (first or again)
         uint64_t evictions = 0, eviction_bytes = 0; // write-backs to make room
         uint64_t store_bytes = 0;                   // results copied out
     };
@@ -176,10 +176,10 @@ class Stager : public ChunkHooks {
     const Plan *plan_ = nullptr;
     std::vector<ChunkFootprint> footprint_;
     std::vector<Chunk> chunks_;
-    std::vector<int> first_op_;   // per chunk: index of its first op
+    std::vector<int> first_op_;     // per chunk: index of its first op
     std::vector<size_t> queue_pos_; // per op: position in its dimension's queue
-    std::vector<size_t> started_; // per dimension: ops started so far
-    std::vector<int> moving_;     // chunks with a copy in flight (Loading/Evicting/Storing)
+    std::vector<size_t> started_;   // per dimension: ops started so far
+    std::vector<int> moving_;       // chunks with a copy in flight (Loading/Evicting/Storing)
     uint64_t used_ = 0;
     uint64_t freeing_ = 0; // bytes of chunks being evicted or stored
     size_t done_ = 0;

@@ -29,8 +29,8 @@
 namespace themis {
 
 struct HostGrid {
-    std::vector<int> sizes;                              // per dimension, dimension 0 fastest
-    std::map<std::string, std::vector<int>> coords;      // host name -> one coordinate per dim
+    std::vector<int> sizes;                         // per dimension, dimension 0 fastest
+    std::map<std::string, std::vector<int>> coords; // host name -> one coordinate per dim
 };
 
 // Parses a topology file read from `in`; `name` (usually its path) prefixes every error.

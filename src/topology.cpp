@@ -81,17 +81,15 @@ std::string with_unit(double value, const std::vector<Scale> &units, Parse parse
     for (const Scale &u : units) {
         const double number = value * u.divisor / u.multiplier;
         if (number < 1) continue;
-        const std::string text = shortest(number, value, [&](const char *digits) {
-            return parse(std::string(digits) + u.name);
-        });
+        const std::string text = shortest(
+            number, value, [&](const char *digits) { return parse(std::string(digits) + u.name); });
         if (!text.empty() && (best.empty() || text.size() + strlen(u.name) < best.size()))
             best = text + u.name;
     }
     if (!best.empty()) return best;
     // No scaled unit reads back exactly: the unscaled one always does.
-    const Scale &plain = units.front().multiplier == 1 && units.front().divisor == 1
-                             ? units.front()
-                             : units.back();
+    const Scale &plain =
+        units.front().multiplier == 1 && units.front().divisor == 1 ? units.front() : units.back();
     return shortest(value, value, [](const char *digits) { return strtod(digits, nullptr); }) +
            plain.name;
 }
@@ -235,10 +233,9 @@ std::vector<std::string> per_dim_list(const std::string &key, const std::string 
 
 double parse_bandwidth(const std::string &text) {
     static const Unit units[] = {
-        {"", 1e9, 8},     {"bps", 1, 8},     {"kbps", 1e3, 8}, {"mbps", 1e6, 8},
-        {"gbps", 1e9, 8}, {"tbps", 1e12, 8}, {"mbit", 1e6, 8}, {"gbit", 1e9, 8},
-        {"b/s", 1, 1},    {"kb/s", 1e3, 1},  {"mb/s", 1e6, 1}, {"gb/s", 1e9, 1},
-        {"tb/s", 1e12, 1},
+        {"", 1e9, 8},      {"bps", 1, 8},    {"kbps", 1e3, 8},  {"mbps", 1e6, 8}, {"gbps", 1e9, 8},
+        {"tbps", 1e12, 8}, {"mbit", 1e6, 8}, {"gbit", 1e9, 8},  {"b/s", 1, 1},    {"kb/s", 1e3, 1},
+        {"mb/s", 1e6, 1},  {"gb/s", 1e9, 1}, {"tb/s", 1e12, 1},
     };
     double v = scaled(text, "bandwidth", units, sizeof units / sizeof *units,
                       "bps, kbps, Mbps, Gbps, Tbps, Mbit, Gbit, B/s, KB/s, MB/s, GB/s, TB/s; "
@@ -301,8 +298,10 @@ Topology parse_topology(const std::string &spec) {
         auto in_dim = [&](int d, const std::exception &e) {
             return SpecError("dimension " + std::to_string(d) + " " + e.what());
         };
-        bool *seen = key == "bw" ? &seen_bw : key == "lat" ? &seen_lat : key == "alg" ? &seen_alg
-                                                                                      : nullptr;
+        bool *seen = key == "bw"    ? &seen_bw
+                     : key == "lat" ? &seen_lat
+                     : key == "alg" ? &seen_alg
+                                    : nullptr;
         if (!seen)
             throw SpecError("section \"" + kv + "\": unknown key \"" + key +
                             "\" (valid: bw, lat, alg)");
@@ -322,9 +321,9 @@ Topology parse_topology(const std::string &spec) {
         const int n = dims[d].peers;
         const AlgorithmInfo &alg = algorithm_info(dims[d].algorithm);
         if (!alg.accepts(n))
-            throw SpecError("dimension " + std::to_string(d) + " algorithm: " +
-                            algorithm_label(alg.id) + " needs " + alg.needs + ", got " +
-                            std::to_string(n));
+            throw SpecError("dimension " + std::to_string(d) +
+                            " algorithm: " + algorithm_label(alg.id) + " needs " + alg.needs +
+                            ", got " + std::to_string(n));
     }
     return Topology(dims);
 }
@@ -335,8 +334,8 @@ bool may_run(const Dimension &dim, Algorithm a) {
 }
 
 std::vector<std::string> paper_topology_names() {
-    return {"2D-SW_SW",         "3D-SW_SW_SW_homo", "3D-SW_SW_SW_hetero",
-            "3D-FC_Ring_SW",    "4D-Ring_SW_SW_SW", "4D-Ring_FC_Ring_SW"};
+    return {"2D-SW_SW",      "3D-SW_SW_SW_homo", "3D-SW_SW_SW_hetero",
+            "3D-FC_Ring_SW", "4D-Ring_SW_SW_SW", "4D-Ring_FC_Ring_SW"};
 }
 
 std::optional<Topology> paper_topology(const std::string &name) {
@@ -348,8 +347,7 @@ std::optional<Topology> paper_topology(const std::string &name) {
     } table[] = {
         {"2D-SW_SW", "16x64:bw=1200Gbps,800Gbps:lat=700ns,1700ns:alg=hd,hd"},
         {"3D-SW_SW_SW_homo", "16x8x8:bw=800Gbps,800Gbps,800Gbps:lat=700ns,700ns,1700ns:alg=hd"},
-        {"3D-SW_SW_SW_hetero",
-         "16x8x8:bw=1600Gbps,800Gbps,400Gbps:lat=700ns,700ns,1700ns:alg=hd"},
+        {"3D-SW_SW_SW_hetero", "16x8x8:bw=1600Gbps,800Gbps,400Gbps:lat=700ns,700ns,1700ns:alg=hd"},
         {"3D-FC_Ring_SW",
          "8x16x8:bw=1400Gbps,800Gbps,400Gbps:lat=700ns,700ns,1700ns:alg=direct,ring,hd"},
         {"4D-Ring_SW_SW_SW", "4x4x8x8:bw=2000Gbps,1600Gbps,800Gbps,400Gbps:"

@@ -10,7 +10,8 @@
 namespace themis {
 
 void write_stage_csv_header(std::ostream &out, bool with_call) {
-    out << (with_call ? "call," : "") << "chunk,stage,dim,phase,input_bytes,ready_us,start_us,end_us\n";
+    out << (with_call ? "call," : "")
+        << "chunk,stage,dim,phase,input_bytes,ready_us,start_us,end_us\n";
 }
 
 void write_stage_csv(std::ostream &out, const std::vector<ChunkSchedule> &schedule,
@@ -21,9 +22,9 @@ void write_stage_csv(std::ostream &out, const std::vector<ChunkSchedule> &schedu
     for (const StageRun &run : runs) {
         const Stage &s = schedule.at(run.ref.chunk).stages.at(run.ref.stage);
         if (call >= 0) out << call << ',';
-        snprintf(buf, sizeof buf, "%d,%d,%d,%s,%.3f,%.6f,%.6f,%.6f\n", run.ref.chunk,
-                 run.ref.stage, run.dim, phase_name(s.phase), s.input_bytes, run.ready * 1e6,
-                 run.start * 1e6, run.end * 1e6);
+        snprintf(buf, sizeof buf, "%d,%d,%d,%s,%.3f,%.6f,%.6f,%.6f\n", run.ref.chunk, run.ref.stage,
+                 run.dim, phase_name(s.phase), s.input_bytes, run.ready * 1e6, run.start * 1e6,
+                 run.end * 1e6);
         out << buf;
     }
 }
@@ -55,7 +56,8 @@ std::vector<StageRun> read_stage_csv(std::istream &in, long call) {
     std::string line;
     if (!std::getline(in, line)) throw std::runtime_error("empty stage CSV");
     const bool with_call = line.compare(0, 5, "call,") == 0;
-    if (line.find("chunk,stage,dim,phase,input_bytes,ready_us,start_us,end_us") == std::string::npos)
+    if (line.find("chunk,stage,dim,phase,input_bytes,ready_us,start_us,end_us") ==
+        std::string::npos)
         throw std::runtime_error("not a stage CSV (header \"" + line + "\")");
     const size_t first = with_call ? 1 : 0;
     std::vector<StageRun> runs;
@@ -77,7 +79,8 @@ std::vector<StageRun> read_stage_csv(std::istream &in, long call) {
                                      " is malformed: \"" + line + "\"");
         }
     }
-    if (runs.empty()) throw std::runtime_error("stage CSV holds no stage of call " + std::to_string(call));
+    if (runs.empty())
+        throw std::runtime_error("stage CSV holds no stage of call " + std::to_string(call));
     return runs;
 }
 

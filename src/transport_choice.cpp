@@ -38,8 +38,8 @@ double time_dimension_allreduce(const Topology &topo, int position, int dim, Tra
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-std::vector<DimensionChoice> choose_transports(const Topology &topo, int position,
-                                               Transport &base, Transport &single_copy,
+std::vector<DimensionChoice> choose_transports(const Topology &topo, int position, Transport &base,
+                                               Transport &single_copy,
                                                const std::vector<bool> &candidates,
                                                Reducer &float_sum, const AgreeMax &agree,
                                                const TransportChoiceSettings &settings) {
@@ -54,7 +54,8 @@ std::vector<DimensionChoice> choose_transports(const Topology &topo, int positio
         std::vector<double> seconds;
         for (int r = 0; r < settings.repetitions; ++r)
             for (Transport *t : both)
-                seconds.push_back(time_dimension_allreduce(topo, position, d, *t, float_sum, settings, work));
+                seconds.push_back(
+                    time_dimension_allreduce(topo, position, d, *t, float_sum, settings, work));
         agree(seconds); // a run lasts until its slowest rank is done
         DimensionChoice &c = out[size_t(d)];
         c.seconds_base = c.seconds_single_copy = 1e300;

@@ -26,10 +26,10 @@ struct TransportChoiceSettings {
     // The All-Reduce measured: the component's request for it (its chunks, policy and
     // algorithms), float elements; `rank` is set per dimension.
     PlanRequest request;
-    int max_active = 4;             // the engine's, as in the component
+    int max_active = 4; // the engine's, as in the component
     uint64_t max_active_bytes = 0;
-    int repetitions = 3;            // per transport, after one untimed run of each
-    double margin = 1.05;           // the single-copy transport's time may be this much larger
+    int repetitions = 3;  // per transport, after one untimed run of each
+    double margin = 1.05; // the single-copy transport's time may be this much larger
 };
 
 struct DimensionChoice {
@@ -40,8 +40,8 @@ struct DimensionChoice {
 // Collective over every rank of `topo`: per dimension (candidates[d] true), the choice
 // and the times; not-candidates come back unchanged (single_copy false, no times).
 // `single_copy` must take the candidate dimensions through its single-copy path.
-std::vector<DimensionChoice> choose_transports(const Topology &topo, int position,
-                                               Transport &base, Transport &single_copy,
+std::vector<DimensionChoice> choose_transports(const Topology &topo, int position, Transport &base,
+                                               Transport &single_copy,
                                                const std::vector<bool> &candidates,
                                                Reducer &float_sum, const AgreeMax &agree,
                                                const TransportChoiceSettings &settings);

@@ -98,15 +98,14 @@ ucp_ep_h UcxWorker::endpoint(const std::vector<char> &remote) {
 UcxTransport::UcxTransport(UcxWorker &worker, const Topology &topo, int my_position,
                            std::vector<ucp_ep_h> endpoint_at, uint64_t comm_id,
                            std::function<void()> idle)
-    : worker_(worker), topo_(topo), my_position_(my_position),
-      endpoint_at_(std::move(endpoint_at)), comm_id_(comm_id), idle_(std::move(idle)) {
+    : worker_(worker), topo_(topo), my_position_(my_position), endpoint_at_(std::move(endpoint_at)),
+      comm_id_(comm_id), idle_(std::move(idle)) {
     if (comm_id > kUcxMaxCommId || topo.size() > kUcxMaxPositions || topo.num_dims() > kUcxMaxDims)
         throw std::invalid_argument("communicator outside the UCX tag layout");
 }
 
 ucp_tag_t UcxTransport::make_tag(uint64_t comm_id, int sender, int dim, int tag) {
-    return (comm_id << 44) | (uint64_t(sender) << 24) | (uint64_t(dim) << kTagBits) |
-           uint64_t(tag);
+    return (comm_id << 44) | (uint64_t(sender) << 24) | (uint64_t(dim) << kTagBits) | uint64_t(tag);
 }
 
 Transport::Request UcxTransport::isend(int dim, int peer, const void *buf, size_t bytes, int tag) {

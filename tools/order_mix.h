@@ -28,8 +28,8 @@ struct OrderShare {
 };
 
 struct OrderMix {
-    double time = 0;                 // seconds: the bound
-    std::vector<OrderShare> shares;  // orders with a positive fraction, most used first
+    double time = 0;                // seconds: the bound
+    std::vector<OrderShare> shares; // orders with a positive fraction, most used first
 };
 
 // The best mix for `bytes` of `coll` on `topo` (orders over its dimensions of more than

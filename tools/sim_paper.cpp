@@ -81,11 +81,10 @@ struct PaperPolicy {
 // The paper's three, then the planner's. The speedup column compares the baseline (first)
 // with Themis+SCF (kScf), as the paper does.
 // The paper's SCF breaks ties as its reference code does (newest first).
-const PaperPolicy kPaperPolicies[] = {
-    {"baseline", Policy::Baseline, IntraPolicy::Fifo, false},
-    {"themis_fifo", Policy::Themis, IntraPolicy::Fifo, false},
-    {"themis_scf", Policy::Themis, IntraPolicy::ScfNewest, false},
-    {"themis_auto", Policy::Themis, IntraPolicy::Scf, true}};
+const PaperPolicy kPaperPolicies[] = {{"baseline", Policy::Baseline, IntraPolicy::Fifo, false},
+                                      {"themis_fifo", Policy::Themis, IntraPolicy::Fifo, false},
+                                      {"themis_scf", Policy::Themis, IntraPolicy::ScfNewest, false},
+                                      {"themis_auto", Policy::Themis, IntraPolicy::Scf, true}};
 constexpr size_t kNumPolicies = std::size(kPaperPolicies);
 constexpr size_t kScf = 2;
 
@@ -258,8 +257,8 @@ void print_order_mix(std::ostream &out, const RunIndex &index) {
            "only, no pipeline): the bound's utilization against the greedy's, averaged over "
            "sizes\n";
     char buf[200];
-    snprintf(buf, sizeof buf, "%-20s %12s %12s %12s   %s\n", "topology", "order_mix",
-             "themis_scf", "themis_auto", "orders (fraction)");
+    snprintf(buf, sizeof buf, "%-20s %12s %12s %12s   %s\n", "topology", "order_mix", "themis_scf",
+             "themis_auto", "orders (fraction)");
     out << buf;
     const std::string model = kLatencyModels[0].name; // bandwidth only
     for (const auto &name : paper_topology_names()) {
@@ -270,7 +269,8 @@ void print_order_mix(std::ostream &out, const RunIndex &index) {
         std::vector<double> scf, planned;
         for (double b : kPaperSizes) {
             scf.push_back(index.at(model, name, b, kPaperPolicies[kScf]).utilization());
-            planned.push_back(index.at(model, name, b, kPaperPolicies[kNumPolicies - 1]).utilization());
+            planned.push_back(
+                index.at(model, name, b, kPaperPolicies[kNumPolicies - 1]).utilization());
         }
         std::string orders;
         for (const OrderShare &s : mix.shares) {

@@ -111,7 +111,7 @@ struct Options {
     SimCase run;          // everything but the topology
     std::string timeline_path, csv_path, measured_path, measured_timeline_path;
     int orders = 8;
-    long call = -1; // of the measured trace; -1: the last
+    long call = -1;              // of the measured trace; -1: the last
     std::set<std::string> given; // option names seen
 };
 
@@ -154,9 +154,8 @@ double parse_size(const std::string &text) {
     return bytes;
 }
 
-template <typename T>
-T parse_choice(const std::string &option, const std::string &text,
-               std::initializer_list<std::pair<const char *, T>> choices) {
+template <typename T> T parse_choice(const std::string &option, const std::string &text,
+                                     std::initializer_list<std::pair<const char *, T>> choices) {
     std::string valid;
     for (const auto &c : choices) {
         if (lower(text) == c.first) return c.second;
@@ -202,10 +201,11 @@ const std::vector<OptionSpec> &option_specs() {
          }},
         {"intra", true,
          [](Options &o, const std::string &v) {
-             o.run.ordering.intra = parse_choice<IntraPolicy>(
-                 "intra", v, {{"fifo", IntraPolicy::Fifo},
-                                {"scf", IntraPolicy::Scf},
-                                {"scf_newest", IntraPolicy::ScfNewest}});
+             o.run.ordering.intra =
+                 parse_choice<IntraPolicy>("intra", v,
+                                           {{"fifo", IntraPolicy::Fifo},
+                                            {"scf", IntraPolicy::Scf},
+                                            {"scf_newest", IntraPolicy::ScfNewest}});
          }},
         {"max-active", true,
          [](Options &o, const std::string &v) {
@@ -226,7 +226,8 @@ const std::vector<OptionSpec> &option_specs() {
         {"timeline", true, [](Options &o, const std::string &v) { o.timeline_path = v; }},
         {"csv", true, [](Options &o, const std::string &v) { o.csv_path = v; }},
         {"measured", true, [](Options &o, const std::string &v) { o.measured_path = v; }},
-        {"call", true, [](Options &o, const std::string &v) { o.call = parse_int("call", v, 0, 1 << 30); }},
+        {"call", true,
+         [](Options &o, const std::string &v) { o.call = parse_int("call", v, 0, 1 << 30); }},
         {"measured-timeline", true,
          [](Options &o, const std::string &v) { o.measured_timeline_path = v; }},
     };
@@ -378,7 +379,8 @@ std::string stages_csv(const SimResult &r) {
 // plan's, on the dimension the plan gives it (else the trace is of another collective).
 SimResult measured_result(const Options &o, const SimResult &predicted) {
     std::ifstream in(o.measured_path);
-    if (!in) throw std::runtime_error("cannot read " + o.measured_path + ": " + std::strerror(errno));
+    if (!in)
+        throw std::runtime_error("cannot read " + o.measured_path + ": " + std::strerror(errno));
     SimResult m = predicted;
     m.ordering.runs = read_stage_csv(in, o.call);
     size_t stages = 0;
@@ -411,7 +413,8 @@ void print_comparison(std::ostream &out, const Options &o, const SimResult &p, c
         << (o.call >= 0 ? ", call " + std::to_string(o.call) : std::string(", last call")) << "\n";
     snprintf(buf, sizeof buf, "%-13s %12s %12s\n", "", "predicted", "measured");
     out << buf;
-    snprintf(buf, sizeof buf, "%-13s %12s %12s\n", "completion", format_si(p.ordering.makespan, "s").c_str(),
+    snprintf(buf, sizeof buf, "%-13s %12s %12s\n", "completion",
+             format_si(p.ordering.makespan, "s").c_str(),
              format_si(m.ordering.makespan, "s").c_str());
     out << buf;
     snprintf(buf, sizeof buf, "%-13s %10.2f %% %10.2f %%\n\n", "utilization", 100 * p.utilization(),

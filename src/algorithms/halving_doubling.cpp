@@ -20,8 +20,8 @@ namespace {
 class HalvingDoubling : public StageAlgorithm {
   public:
     explicit HalvingDoubling(StageContext ctx)
-        : StageAlgorithm(ctx), rs_(ctx.op.phase == Phase::ReduceScatter),
-          mask_(rs_ ? n() / 2 : 1), lo_(rs_ ? 0 : me()), hi_(rs_ ? n() : me() + 1) {}
+        : StageAlgorithm(ctx), rs_(ctx.op.phase == Phase::ReduceScatter), mask_(rs_ ? n() / 2 : 1),
+          lo_(rs_ ? 0 : me()), hi_(rs_ ? n() : me() + 1) {}
 
     bool progress() override {
         while (rs_ ? mask_ >= 1 : mask_ < n()) {

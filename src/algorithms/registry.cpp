@@ -39,6 +39,8 @@ StepPeers everyone(int me, int n) {
 } // namespace
 
 const std::vector<AlgorithmInfo> &algorithms() {
+    // One row per algorithm, its fields laid out as the comment in it says.
+    // clang-format off
     static const std::vector<AlgorithmInfo> table = {
         // id, name, long name, aliases,
         //     steps(n), accepts(n), needs, peers of one step, factory
@@ -50,6 +52,7 @@ const std::vector<AlgorithmInfo> &algorithms() {
         {Algorithm::Direct, "direct", "", {"fc"},
              [](int n) { return n > 1 ? 1 : 0; }, any_peers, "", everyone, make_direct},
     };
+    // clang-format on
     return table;
 }
 

@@ -66,7 +66,9 @@ TEST(AlgorithmRegistry, MessagesNameEveryRow) {
     const std::vector<AlgorithmInfo> &rows = algorithms();
     std::string choices;
     for (size_t i = 0; i < rows.size(); ++i)
-        choices += (i == 0 ? "" : i + 1 < rows.size() ? ", " : " or ") +
+        choices += (i == 0                ? ""
+                    : i + 1 < rows.size() ? ", "
+                                          : " or ") +
                    algorithm_label(rows[i].id);
     try {
         parse_algorithm("tree");
@@ -157,8 +159,7 @@ struct StageRun {
 
 // Every rank of one dimension of n peers runs one stage of `row` in `phase` through the
 // row's factory, round-robin until all are done; nothing may be left behind.
-::testing::AssertionResult run_stage(const AlgorithmInfo &row, int n, Phase phase,
-                                     StageRun &out) {
+::testing::AssertionResult run_stage(const AlgorithmInfo &row, int n, Phase phase, StageRun &out) {
     const Topology topo({themis_test::dim(n, 1e9, 0, row.id)});
     LoopbackNetwork net(topo, /*rendezvous=*/true);
     themis_test::PlusReducer<int64_t> sum;
@@ -172,8 +173,8 @@ struct StageRun {
         op.my_block = r;
         for (int b = 0; b < n; ++b) {
             op.block_begin.push_back(uint32_t(b));
-            op.ranges.push_back({uint64_t(b) * kElements * sizeof(int64_t),
-                                 kElements * sizeof(int64_t)});
+            op.ranges.push_back(
+                {uint64_t(b) * kElements * sizeof(int64_t), kElements * sizeof(int64_t)});
             // RS: every rank holds a contribution to every block; AG: only its own.
             for (int e = 0; e < kElements; ++e)
                 if (phase == Phase::ReduceScatter || b == r)
@@ -181,8 +182,8 @@ struct StageRun {
         }
         op.block_begin.push_back(uint32_t(n));
         out.logs.push_back(std::make_unique<StepLog>(net.transport(r)));
-        StageContext ctx{*out.logs[r], sum, memory[r],
-                         reinterpret_cast<char *>(out.work[r].data()), op, n, 0};
+        StageContext ctx{*out.logs[r], sum, memory[r], reinterpret_cast<char *>(out.work[r].data()),
+                         op,           n,   0};
         stages.push_back(make_stage_algorithm(row.id, ctx));
     }
     bool all = false;
@@ -214,9 +215,8 @@ struct StageRun {
                     for (int q = 0; q < n; ++q) want += value(q, at);
                 }
                 if (run.work[r][at] != want)
-                    return ::testing::AssertionFailure()
-                           << "rank " << r << " block " << b << ": " << run.work[r][at]
-                           << " != " << want;
+                    return ::testing::AssertionFailure() << "rank " << r << " block " << b << ": "
+                                                         << run.work[r][at] << " != " << want;
             }
         }
     return ::testing::AssertionSuccess();

@@ -46,7 +46,7 @@ TEST_F(BufferCacheTest, TheSmallestCachedBuffersAreFreedFirst) {
     BufferCache cache(kCounted, 1 << 20);
     void *a = cache.acquire(1000), *b = cache.acquire(4000);
     cache.release(a);
-    cache.release(b); // the working set was 5000 bytes: both stay
+    cache.release(b);             // the working set was 5000 bytes: both stay
     void *c = cache.acquire(450); // more than twice as small as either: a new buffer
     cache.release(c);             // room for it: the 1000 bytes go, the 4000 stay
     EXPECT_EQ(frees, 1);

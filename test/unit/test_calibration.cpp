@@ -98,8 +98,9 @@ std::vector<CalibrationResult> calibrate_all(const Topology &topo, ShapedNetwork
     std::vector<std::thread> threads;
     for (int r = 0; r < topo.size(); ++r)
         threads.emplace_back([&, r] {
-            results[r] = calibrate(topo, r, net.transport(r), measured,
-                                   [&](std::vector<double> &v) { agree.agree(v); }, settings);
+            results[r] = calibrate(
+                topo, r, net.transport(r), measured,
+                [&](std::vector<double> &v) { agree.agree(v); }, settings);
         });
     for (auto &t : threads) t.join();
     return results;

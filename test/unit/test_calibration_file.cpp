@@ -65,8 +65,11 @@ TEST_F(CalibrationFile, WritesTheDocumentedFormatSortedByKey) {
     write_calibration_entry(path_, "b-key", measured_2x4, may_first);
     write_calibration_entry(path_, "a-key", measured_2x2x2, may_first + 60);
     EXPECT_EQ(read_text(), "themis-calibration 1\n"
-                           "a-key " + measured_2x2x2.to_spec() + " 2024-05-01T12:35:56Z\n"
-                           "b-key " + measured_2x4.to_spec() + " 2024-05-01T12:34:56Z\n");
+                           "a-key " +
+                               measured_2x2x2.to_spec() +
+                               " 2024-05-01T12:35:56Z\n"
+                               "b-key " +
+                               measured_2x4.to_spec() + " 2024-05-01T12:34:56Z\n");
 }
 
 TEST_F(CalibrationFile, RoundTripsTwoKeysAndReplacesOne) {

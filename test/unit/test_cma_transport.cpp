@@ -33,7 +33,9 @@ class Lane3Sum : public Reducer {
 
 struct Pair {
     Pair() : net(parse_topology("2"), true) {
-        for (int r = 0; r < 2; ++r) cma.push_back(std::make_unique<CmaTransport>(net.transport(r), std::vector<bool>{true}));
+        for (int r = 0; r < 2; ++r)
+            cma.push_back(
+                std::make_unique<CmaTransport>(net.transport(r), std::vector<bool>{true}));
     }
     // Tests every (rank, request) until all are complete; false if they never are.
     bool drive(std::vector<std::pair<int, Transport::Request>> requests) {
@@ -42,7 +44,9 @@ struct Pair {
                 it = cma[size_t(it->first)]->test(it->second) ? requests.erase(it) : std::next(it);
         return requests.empty();
     }
-    bool drive(Transport::Request send, Transport::Request recv) { return drive({{0, send}, {1, recv}}); }
+    bool drive(Transport::Request send, Transport::Request recv) {
+        return drive({{0, send}, {1, recv}});
+    }
     LoopbackNetwork net;
     std::vector<std::unique_ptr<CmaTransport>> cma;
 };
@@ -92,7 +96,8 @@ TEST(CmaTransport, ReductionInPiecesOfWholeElements) {
 
 TEST(CmaTransport, SmallMessagesTravelInlineAndReduce) {
     for (size_t bytes : {size_t(12), CmaTransport::inline_bytes() / 12 * 12}) {
-        std::vector<int32_t> src = pattern(bytes / 4, 4), dst = pattern(bytes / 4, 5), want(bytes / 4);
+        std::vector<int32_t> src = pattern(bytes / 4, 4), dst = pattern(bytes / 4, 5),
+                             want(bytes / 4);
         for (size_t i = 0; i < want.size(); ++i) want[i] = src[i] + dst[i];
         Lane3Sum sum;
         Pair p;

@@ -377,7 +377,8 @@ TEST(EngineCma, CollectivesThroughTheSingleCopyTransportMatchBruteForce) {
     // node-local transport, here reading this very process): spans of several ranges move
     // unpacked, reductions in pieces; inline messages and read ones both occur (chunks 4
     // and 64 over 1 to 800 KB).
-    for (const char *spec : {"2x4", "3x2", "2x2x2:alg=direct,hd,ring", "8:alg=hd", "5:alg=direct"}) {
+    for (const char *spec :
+         {"2x4", "3x2", "2x2x2:alg=direct,hd,ring", "8:alg=hd", "5:alg=direct"}) {
         Topology t = parse_topology(spec);
         for (bool all_dims : {true, false})
             for (int chunks : {4, 64})
@@ -393,8 +394,10 @@ TEST(EngineCma, CollectivesThroughTheSingleCopyTransportMatchBruteForce) {
                                                  " count " + std::to_string(count);
                         World a(t, c), b(t, c), g(t, c);
                         ASSERT_TRUE(check_allreduce(a, count)) << what;
-                        ASSERT_TRUE(check_reduce_scatter(b, uneven_blocks(count, t.size(), count))) << what;
-                        ASSERT_TRUE(check_allgather(g, uneven_blocks(count, t.size(), count + 1))) << what;
+                        ASSERT_TRUE(check_reduce_scatter(b, uneven_blocks(count, t.size(), count)))
+                            << what;
+                        ASSERT_TRUE(check_allgather(g, uneven_blocks(count, t.size(), count + 1)))
+                            << what;
                     }
                 }
     }
@@ -685,7 +688,8 @@ TEST(EngineTrace, EveryOpOnceInPlanOrderWithConsistentTimes) {
         // Each dimension started its ops in the plan's issue order.
         for (size_t d = 0; d < plan.dim_queue.size(); ++d)
             for (size_t q = 1; q < plan.dim_queue[d].size(); ++q)
-                EXPECT_LE(by_op[plan.dim_queue[d][q - 1]]->start, by_op[plan.dim_queue[d][q]]->start)
+                EXPECT_LE(by_op[plan.dim_queue[d][q - 1]]->start,
+                          by_op[plan.dim_queue[d][q]]->start)
                     << "rank " << r << " dim " << d << " position " << q;
     }
 }
@@ -728,7 +732,8 @@ TEST(EngineTrace, ByteBoundKeepsStagesThatRunTogetherUnderIt) {
         for (int r = 0; r < t.size(); ++r) {
             auto plan = w.plan(Collective::AllReduce, {count}, 8, r);
             ASSERT_EQ(traces[r].size(), plan->ops.size());
-            most[bounded] = std::max(most[bounded], most_bytes_started_beside_others(*plan, traces[r]));
+            most[bounded] =
+                std::max(most[bounded], most_bytes_started_beside_others(*plan, traces[r]));
         }
     }
     EXPECT_GT(most[0], bound) << "without the bound, K = 4 alone lets more run together";

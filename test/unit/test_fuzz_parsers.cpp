@@ -8,8 +8,9 @@
 //
 // Budget, from the environment: THEMIS_FUZZ_SECONDS (per parser; default 0: count
 // only), THEMIS_FUZZ_INPUTS (per parser; default 20000, 2000 for the calibration file
-// whose inputs go through the file system; unbounded when seconds are given), THEMIS_FUZZ_SEED (default 1; 0 takes the clock). A failure prints the seed,
-// the input's number and the input, so `THEMIS_FUZZ_SEED=S` replays it.
+// whose inputs go through the file system; unbounded when seconds are given), THEMIS_FUZZ_SEED
+// (default 1; 0 takes the clock). A failure prints the seed, the input's number and the input, so
+// `THEMIS_FUZZ_SEED=S` replays it.
 #include <gtest/gtest.h>
 
 #include <stdlib.h>
@@ -60,9 +61,12 @@ Budget budget_from_env(long default_inputs = 20000) {
 std::string escaped(const std::string &s) {
     std::ostringstream out;
     for (unsigned char c : s) {
-        if (c == '\\' || c == '"') out << '\\' << c;
-        else if (c >= 32 && c < 127) out << c;
-        else out << "\\x" << std::hex << (c >> 4) << (c & 15) << std::dec;
+        if (c == '\\' || c == '"')
+            out << '\\' << c;
+        else if (c >= 32 && c < 127)
+            out << c;
+        else
+            out << "\\x" << std::hex << (c >> 4) << (c & 15) << std::dec;
     }
     return out.str();
 }
@@ -124,7 +128,8 @@ void fuzz(const char *what, Mutator mutator, const Budget &b,
     double slowest = 0;
     long n = 0;
     for (; b.inputs < 0 || n < b.inputs; ++n) {
-        if (b.seconds > 0 && std::chrono::duration<double>(Clock::now() - start).count() >= b.seconds)
+        if (b.seconds > 0 &&
+            std::chrono::duration<double>(Clock::now() - start).count() >= b.seconds)
             break;
         const std::string input = mutator.next();
         const auto t0 = Clock::now();
@@ -132,8 +137,8 @@ void fuzz(const char *what, Mutator mutator, const Budget &b,
         const double took = std::chrono::duration<double>(Clock::now() - t0).count();
         slowest = std::max(slowest, took);
         if (::testing::Test::HasFailure() || took > slowest_allowed_seconds) {
-            ADD_FAILURE() << what << ": input " << n << " (THEMIS_FUZZ_SEED=" << b.seed
-                          << ", took " << took << " s): \"" << escaped(input) << "\"";
+            ADD_FAILURE() << what << ": input " << n << " (THEMIS_FUZZ_SEED=" << b.seed << ", took "
+                          << took << " s): \"" << escaped(input) << "\"";
             return;
         }
     }
@@ -243,9 +248,15 @@ TEST(FuzzParsers, DimensionSpec) {
                  {"2x4", "2x2x2:alg=direct,hd,ring", "auto:bw=400Gbps,100Gbps",
                   "16x8x8:bw=1600Gbps,800Gbps,400Gbps:lat=700ns,700ns,1.7us:alg=hd",
                   "3x5:bw=12.5GB/s:lat=2ms", "2x2:bw=50Mbit,1e2kbps:lat=1e-3s,0"},
-                 {"x", ":", ",", "=", "bw=", "lat=", "alg=", "Gbps", "TB/s", "bps", "ns", "s",
-                  "hd", "ring", "direct", "1e308", "1e-320", "nan", "inf", "-1", "0", "0x10",
-                  "16777216", "4294967297", " ", "\t", std::string("\0", 1)}),
+                 {"x",     ":",        ",",
+                  "=",     "bw=",      "lat=",
+                  "alg=",  "Gbps",     "TB/s",
+                  "bps",   "ns",       "s",
+                  "hd",    "ring",     "direct",
+                  "1e308", "1e-320",   "nan",
+                  "inf",   "-1",       "0",
+                  "0x10",  "16777216", "4294967297",
+                  " ",     "\t",       std::string("\0", 1)}),
          budget_from_env(), check_spec);
 }
 
@@ -255,8 +266,8 @@ TEST(FuzzParsers, TopologyFile) {
                  {"# 4 hosts\ndims 2x2\nhost a 0 0\nhost b 1 0\nhost c 0 1\nhost d 1 1\n",
                   "dims 3\nhost n-1.example 2 # comment\n\n\thost n2 0\n",
                   "dims 2x2x2\nhost h 1 1 1\nhost g 0 1 0"},
-                 {"dims ", "host ", "x", " ", "\t", "\n", "#", "0", "1", "2147483647",
-                  "999999999", "-1", "h", "\r", std::string("\0", 1)}),
+                 {"dims ", "host ", "x", " ", "\t", "\n", "#", "0", "1", "2147483647", "999999999",
+                  "-1", "h", "\r", std::string("\0", 1)}),
          budget_from_env(), check_topo_file);
 }
 

@@ -190,8 +190,7 @@ TEST(OrderingByteBound, StagesStartOnlyWhileTheirBytesFitTogether) {
     // Three RS of 200 B (100 B sent each) on 1 B/s, K = 4. Bound 400: two run at once at
     // 0.5 B/s and end at 200, the third alone from 200 to 300. Bound 300: one at a time,
     // starting at 0, 100, 200. Same makespan (the link is never idle), other start times.
-    std::vector<ChunkSchedule> s = {chunk({rs(0, 200)}), chunk({rs(0, 200)}),
-                                    chunk({rs(0, 200)})};
+    std::vector<ChunkSchedule> s = {chunk({rs(0, 200)}), chunk({rs(0, 200)}), chunk({rs(0, 200)})};
     Ordering two = simulate_schedule(one_dim(), s, bounded(4, 400));
     EXPECT_DOUBLE_EQ(run_of(two, 0, 0).start, 0);
     EXPECT_DOUBLE_EQ(run_of(two, 1, 0).start, 0);

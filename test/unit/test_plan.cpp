@@ -651,13 +651,13 @@ TEST(PlanStructure, NegativeChunkRequestMeansOneChunkZeroMeansAuto) {
 
 TEST(PlanStructure, MinChunkBytesIsAFloor) {
     PlanRequest r = request(Collective::AllReduce, {1000}, 64, 0);
-    r.element_size = 4;         // 4000 bytes
-    r.min_chunk_bytes = 1000;   // at most 4 chunks
+    r.element_size = 4;       // 4000 bytes
+    r.min_chunk_bytes = 1000; // at most 4 chunks
     EXPECT_EQ(effective_chunks(r), 4);
-    r.min_chunk_bytes = 8000;   // less than one chunk's worth: still one
+    r.min_chunk_bytes = 8000; // less than one chunk's worth: still one
     EXPECT_EQ(effective_chunks(r), 1);
     r.chunks = 2;
-    r.min_chunk_bytes = 1000;   // the request asks for fewer: it wins
+    r.min_chunk_bytes = 1000; // the request asks for fewer: it wins
     EXPECT_EQ(effective_chunks(r), 2);
 }
 

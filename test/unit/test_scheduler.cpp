@@ -229,15 +229,17 @@ TEST(SchedulerThreshold, JustEnoughNetworksKeepTheBaselineForEveryChunk) {
     // so Themis, least loaded first, must keep the baseline order for all chunks
     // (on the emulated 2x4 200/100 and 2x2x2 200/100/50 networks both policies measured
     // 0.99-1.02x of each other: they run one plan).
-    const Topology nets[] = {Topology({dim(2, 25e6, 1e-6), dim(4, 12.5e6, 1e-6)}),
-                             Topology({dim(2, 25e6, 1e-6), dim(2, 12.5e6, 1e-6), dim(2, 6.25e6, 1e-6)}),
-                             Topology({dim(4, 100e9), dim(4, 25e9)})};
+    const Topology nets[] = {
+        Topology({dim(2, 25e6, 1e-6), dim(4, 12.5e6, 1e-6)}),
+        Topology({dim(2, 25e6, 1e-6), dim(2, 12.5e6, 1e-6), dim(2, 6.25e6, 1e-6)}),
+        Topology({dim(4, 100e9), dim(4, 25e9)})};
     for (const Topology &t : nets)
         for (LoadModel m : {LoadModel::Reference, LoadModel::Latency})
             for (Collective c :
                  {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather}) {
                 SCOPED_TRACE(t.to_spec() + " " + collective_name(c) + " " + load_model_name(m));
-                const auto chunks = split_bytes(64 * 262144.0 * (c == Collective::AllReduce ? 1 : 8), 64);
+                const auto chunks =
+                    split_bytes(64 * 262144.0 * (c == Collective::AllReduce ? 1 : 8), 64);
                 auto themis_s = schedule_chunks(t, c, chunks, params(Policy::Themis, m));
                 auto base = schedule_chunks(t, c, chunks, params(Policy::Baseline, m));
                 EXPECT_EQ(rs_orders(themis_s), rs_orders(base));

@@ -136,12 +136,12 @@ TEST(StagingFootprint, ChunksArePiecesAndOwnPieces) {
     const Topology topo = parse_topology("2x3");
     const int n = topo.size();
     const std::vector<uint64_t> counts = {5, 0, 9, 3, 17, 4};
-    for (Collective coll : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather})
+    for (Collective coll :
+         {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather})
         for (int rank = 0; rank < n; ++rank) {
-            PlanRequest req = request(coll, coll == Collective::AllReduce
-                                                ? std::vector<uint64_t>{1000}
-                                                : counts,
-                                      4, 1, rank);
+            PlanRequest req =
+                request(coll, coll == Collective::AllReduce ? std::vector<uint64_t>{1000} : counts,
+                        4, 1, rank);
             const Plan plan = compile_plan(topo, req);
             const auto pieces = piece_layout(topo, req, plan.schedule);
             const auto fp = chunk_footprints(plan);
@@ -260,7 +260,8 @@ TEST(EngineHooks, GateStartsAndReportStagesAndChunksInOrder) {
         EXPECT_EQ(h.located_before_ready, 0);
         EXPECT_EQ(h.done_before_ready, 0);
         EXPECT_EQ(h.started.size(), plan.ops.size());
-        for (auto &kv : h.asks) EXPECT_EQ(kv.second, 4) << "op " << kv.first << " asked again after ready";
+        for (auto &kv : h.asks)
+            EXPECT_EQ(kv.second, 4) << "op " << kv.first << " asked again after ready";
         // Stages of a chunk complete in order; its finish comes right after its last stage.
         std::vector<int> next_stage(plan.schedule.size(), 0);
         std::vector<int> finished(plan.schedule.size(), 0);
@@ -294,23 +295,23 @@ TEST(EngineHooks, GateStartsAndReportStagesAndChunksInOrder) {
 struct Case {
     std::string spec;
     Collective coll = Collective::AllReduce;
-    uint64_t total = 0;          // elements: All-Reduce count, or all blocks together
+    uint64_t total = 0; // elements: All-Reduce count, or all blocks together
     int chunks = 16;
     int k = 1;
-    uint64_t budget = 0;         // 0: the minimum; max: unbounded
-    bool all_staged = true;      // else only even positions stage, the others run plainly
-    bool in_place = false;       // All-Reduce: the source is the home buffer
-    int copy_stall = 0;          // polls between two runs of the copy engine
-    uint64_t clip = 0;           // All-Reduce: the last `clip` bytes are padding
+    uint64_t budget = 0;    // 0: the minimum; max: unbounded
+    bool all_staged = true; // else only even positions stage, the others run plainly
+    bool in_place = false;  // All-Reduce: the source is the home buffer
+    int copy_stall = 0;     // polls between two runs of the copy engine
+    uint64_t clip = 0;      // All-Reduce: the last `clip` bytes are padding
 };
 
 std::string describe(const Case &c) {
     return c.spec + " " + collective_name(c.coll) + " total " + std::to_string(c.total) +
            " chunks " + std::to_string(c.chunks) + " K " + std::to_string(c.k) + " budget " +
            (c.budget == std::numeric_limits<uint64_t>::max() ? std::string("unbounded")
-                                                              : std::to_string(c.budget)) +
-           (c.all_staged ? " all staged" : " mixed") + (c.in_place ? " in place" : "") +
-           " stall " + std::to_string(c.copy_stall) + " clip " + std::to_string(c.clip);
+                                                             : std::to_string(c.budget)) +
+           (c.all_staged ? " all staged" : " mixed") + (c.in_place ? " in place" : "") + " stall " +
+           std::to_string(c.copy_stall) + " clip " + std::to_string(c.clip);
 }
 
 struct Outcome {
@@ -359,7 +360,8 @@ struct Outcome {
         Rank &me = *ranks[r];
         me.staged = c.all_staged || r % 2 == 0;
         me.engine = std::make_unique<Engine>(topo, net.transport(r), me.temps, c.k);
-        PlanRequest req = request(c.coll, ar ? std::vector<uint64_t>{c.total} : blocks, c.chunks, c.k, r);
+        PlanRequest req =
+            request(c.coll, ar ? std::vector<uint64_t>{c.total} : blocks, c.chunks, c.k, r);
         me.plan = std::make_shared<const Plan>(compile_plan(topo, req));
         const uint64_t bytes = me.plan->work_bytes;
         StagingConfig cfg;
@@ -374,12 +376,16 @@ struct Outcome {
                 if (c.in_place) std::memcpy(me.padded.data(), me.input.data(), bytes - c.clip);
                 const StagingRegion hr{me.padded.data(), 0, bytes - c.clip};
                 cfg.home = cfg.result = hr;
-                cfg.source = c.in_place ? hr : StagingRegion{reinterpret_cast<char *>(me.input.data()), 0, bytes - c.clip};
+                cfg.source = c.in_place ? hr
+                                        : StagingRegion{reinterpret_cast<char *>(me.input.data()),
+                                                        0, bytes - c.clip};
             } else {
                 me.home = c.in_place ? me.input : std::vector<int64_t>(c.total, -99);
                 const StagingRegion hr{reinterpret_cast<char *>(me.home.data()), 0, bytes};
                 cfg.home = cfg.result = hr;
-                cfg.source = c.in_place ? hr : StagingRegion{reinterpret_cast<char *>(me.input.data()), 0, bytes};
+                cfg.source =
+                    c.in_place ? hr
+                               : StagingRegion{reinterpret_cast<char *>(me.input.data()), 0, bytes};
             }
             if (!me.staged) { // the plain path: the result is built in place in rbuf
                 me.home = me.input;
@@ -401,7 +407,8 @@ struct Outcome {
         } else {
             me.home.assign(c.total, -7);
             for (uint64_t e = displ[r]; e < displ[r + 1]; ++e) me.home[e] = ival(r, e);
-            cfg.source = cfg.home = cfg.result = {reinterpret_cast<char *>(me.home.data()), 0, bytes};
+            cfg.source = cfg.home =
+                cfg.result = {reinterpret_cast<char *>(me.home.data()), 0, bytes};
             work = reinterpret_cast<char *>(me.home.data());
         }
         RunOptions opt;
@@ -429,12 +436,14 @@ struct Outcome {
         Rank &me = *ranks[r];
         if (!me.staged) continue;
         me.stager->finish();
-        if (!me.stager->finished()) return ::testing::AssertionFailure() << "rank " << r << " not finished";
+        if (!me.stager->finished())
+            return ::testing::AssertionFailure() << "rank " << r << " not finished";
         if (me.staging.held() != 0 || me.staging.outstanding() != 0)
             return ::testing::AssertionFailure() << "rank " << r << " kept staging buffers";
         if (me.staging.peak() > me.stager->stats().budget)
-            return ::testing::AssertionFailure() << "rank " << r << " held " << me.staging.peak()
-                                                 << " staging bytes, budget " << me.stager->stats().budget;
+            return ::testing::AssertionFailure()
+                   << "rank " << r << " held " << me.staging.peak() << " staging bytes, budget "
+                   << me.stager->stats().budget;
         if (me.temps.outstanding() != 0)
             return ::testing::AssertionFailure() << "rank " << r << " kept temporaries";
     }
@@ -460,13 +469,14 @@ struct Outcome {
                     got = me.home[e];
                 }
                 if (got != want)
-                    return ::testing::AssertionFailure() << "allreduce rank " << r << " element " << e
-                                                         << ": " << got << " != " << want;
+                    return ::testing::AssertionFailure() << "allreduce rank " << r << " element "
+                                                         << e << ": " << got << " != " << want;
             }
             if (me.staged && c.clip)
                 for (uint64_t b = me.padded.size() - guard; b < me.padded.size(); ++b)
                     if (me.padded[b] != char(0x77))
-                        return ::testing::AssertionFailure() << "rank " << r << " wrote past the clip";
+                        return ::testing::AssertionFailure()
+                               << "rank " << r << " wrote past the clip";
             if (!c.in_place || !me.staged)
                 for (uint64_t e = 0; e < c.total; ++e)
                     if (me.input[e] != ival(r, e))
@@ -477,8 +487,9 @@ struct Outcome {
                 for (int q = 0; q < n; ++q) want += ival(q, displ[r] + i);
                 const int64_t got = me.staged ? me.result[i] : me.home[displ[r] + i];
                 if (got != want)
-                    return ::testing::AssertionFailure() << "reduce_scatter rank " << r << " element " << i
-                                                         << ": " << got << " != " << want;
+                    return ::testing::AssertionFailure()
+                           << "reduce_scatter rank " << r << " element " << i << ": " << got
+                           << " != " << want;
             }
             if (me.staged)
                 for (uint64_t e = 0; e < c.total; ++e)
@@ -488,8 +499,8 @@ struct Outcome {
             for (int q = 0; q < n; ++q)
                 for (uint64_t e = displ[q]; e < displ[q + 1]; ++e)
                     if (me.home[e] != ival(q, e))
-                        return ::testing::AssertionFailure() << "allgather rank " << r << " block of "
-                                                             << q << " element " << e;
+                        return ::testing::AssertionFailure()
+                               << "allgather rank " << r << " block of " << q << " element " << e;
         }
     }
     if (out) {
@@ -512,7 +523,8 @@ constexpr uint64_t kUnbounded = std::numeric_limits<uint64_t>::max();
 
 TEST(StagedCollectives, UnboundedBudgetMovesEveryByteOnceEachWay) {
     for (const char *spec : {"4", "2x3", "2x2x2:alg=direct,hd,ring"})
-        for (Collective coll : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather}) {
+        for (Collective coll :
+             {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather}) {
             Case c;
             c.spec = spec;
             c.coll = coll;
@@ -527,9 +539,11 @@ TEST(StagedCollectives, UnboundedBudgetMovesEveryByteOnceEachWay) {
                 EXPECT_EQ(s.loads, static_cast<uint64_t>(c.chunks)) << describe(c) << " rank " << r;
                 // In: All-Gather only its own block, the others everything. Out:
                 // Reduce-Scatter only its own block, the others everything.
-                EXPECT_EQ(s.load_bytes, coll == Collective::AllGather ? o.own_bytes[r] : o.work_bytes[r])
+                EXPECT_EQ(s.load_bytes,
+                          coll == Collective::AllGather ? o.own_bytes[r] : o.work_bytes[r])
                     << describe(c) << " rank " << r;
-                EXPECT_EQ(s.store_bytes, coll == Collective::ReduceScatter ? o.own_bytes[r] : o.work_bytes[r])
+                EXPECT_EQ(s.store_bytes,
+                          coll == Collective::ReduceScatter ? o.own_bytes[r] : o.work_bytes[r])
                     << describe(c) << " rank " << r;
                 EXPECT_LE(o.peak_held[r], o.work_bytes[r]);
             }
@@ -543,7 +557,8 @@ TEST(StagedCollectives, SmallBudgetsEvictAndStayWithinTheBudget) {
     // must somewhere in the sweep.
     std::map<Collective, uint64_t> evictions_of;
     for (const char *spec : {"2x3", "2x2x2:alg=direct,hd,ring", "3x2:alg=ring,direct"})
-        for (Collective coll : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather})
+        for (Collective coll :
+             {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather})
             for (int k : {1, 2})
                 for (uint64_t budget : {uint64_t(0), uint64_t(10007 * 8 / 3)}) {
                     Case c;
@@ -577,7 +592,8 @@ TEST(StagedCollectives, SmallBudgetsEvictAndStayWithinTheBudget) {
 TEST(StagedCollectives, MixedRanksShareThePlan) {
     // Only even positions stage: the messages must be those of the plain ranks.
     for (const char *spec : {"4", "2x3", "2x2x2:alg=direct,hd,ring"})
-        for (Collective coll : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather})
+        for (Collective coll :
+             {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather})
             for (uint64_t total : {uint64_t(1), uint64_t(5), uint64_t(777), uint64_t(20011)}) {
                 Case c;
                 c.spec = spec;
@@ -626,8 +642,10 @@ TEST(StagedCollectives, NoStageStartsBeforeItsDataArrived) {
     const uint64_t count = 4096;
     std::vector<int64_t> home0(count), buf1(count);
     for (uint64_t i = 0; i < count; ++i) home0[i] = ival(0, i), buf1[i] = ival(1, i);
-    auto p0 = std::make_shared<const Plan>(compile_plan(topo, request(Collective::AllReduce, {count}, 4, 1, 0)));
-    auto p1 = std::make_shared<const Plan>(compile_plan(topo, request(Collective::AllReduce, {count}, 4, 1, 1)));
+    auto p0 = std::make_shared<const Plan>(
+        compile_plan(topo, request(Collective::AllReduce, {count}, 4, 1, 0)));
+    auto p1 = std::make_shared<const Plan>(
+        compile_plan(topo, request(Collective::AllReduce, {count}, 4, 1, 1)));
     StagingConfig cfg;
     cfg.source = cfg.home = cfg.result = {reinterpret_cast<char *>(home0.data()), 0, count * 8};
     cfg.budget = kUnbounded;

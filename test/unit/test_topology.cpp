@@ -207,8 +207,8 @@ TEST(TopologySpec, ToSpecParsesBackToTheSameTopology) {
 TEST(TopologySpec, ToSpecPrintsMeasuredRatesShortWithoutExponents) {
     // Rates as calibration rounds them (4 significant digits of bits/s and of seconds):
     // the shortest text that reads back exactly, never with an exponent ("4.855e+04ns").
-    const Topology t({themis_test::dim(2, 103.9e6 / 8, 48.55e-6),
-                      themis_test::dim(2, 12987500.0, 1.868e-4)});
+    const Topology t(
+        {themis_test::dim(2, 103.9e6 / 8, 48.55e-6), themis_test::dim(2, 12987500.0, 1.868e-4)});
     const std::string spec = t.to_spec();
     const std::string rates = spec.substr(0, spec.find(":alg"));
     EXPECT_EQ(rates.find('e'), std::string::npos) << spec;
@@ -393,7 +393,8 @@ TEST(TopologySpecErrors, UnknownUnitNamed) {
 }
 // A NUL (a spec read from a file) would end the message where it stands.
 TEST(TopologySpecErrors, ControlBytesNamedByColumn) {
-    expect_spec_error(std::string("2x2:a\0b=1,2", 11), {"spec: unexpected control byte 0x00 at column 6"});
+    expect_spec_error(std::string("2x2:a\0b=1,2", 11),
+                      {"spec: unexpected control byte 0x00 at column 6"});
     expect_spec_error("2x4:alg=\x1b[2Jring", {"0x1b at column 9"});
     EXPECT_NO_THROW(parse_topology("2x4 :\tbw=1"));
 }

@@ -100,8 +100,9 @@ std::vector<std::vector<DimensionChoice>> choose(bool slow_single_copy) {
             Transport &b = slow_single_copy ? static_cast<Transport &>(base) : slow_base;
             Transport &c = slow_single_copy ? static_cast<Transport &>(slow_cma) : cma;
             themis_test::PlusReducer<float> sum;
-            out[size_t(r)] = choose_transports(topo, r, b, c, {true, true}, sum,
-                                               [&](std::vector<double> &v) { agree.agree(v); }, settings);
+            out[size_t(r)] = choose_transports(
+                topo, r, b, c, {true, true}, sum, [&](std::vector<double> &v) { agree.agree(v); },
+                settings);
         });
     for (auto &t : ranks) t.join();
     return out;
@@ -132,9 +133,9 @@ TEST(TransportChoice, DimensionsNotCandidatesAreLeftAlone) {
     themis_test::PlusReducer<float> sum;
     CmaTransport cma(net.transport(0), {false, false});
     TransportChoiceSettings settings;
-    const auto c = choose_transports(topo, 0, net.transport(0), cma, {false, false}, sum,
-                                     [](std::vector<double> &) { FAIL() << "nothing to agree"; },
-                                     settings);
+    const auto c = choose_transports(
+        topo, 0, net.transport(0), cma, {false, false}, sum,
+        [](std::vector<double> &) { FAIL() << "nothing to agree"; }, settings);
     ASSERT_EQ(c.size(), 2u);
     for (const DimensionChoice &d : c) {
         EXPECT_FALSE(d.single_copy);

@@ -49,7 +49,8 @@ class UcxRanks {
         Int64Sum sum;
         std::vector<std::unique_ptr<Execution>> runs;
         for (size_t r = 0; r < plans.size(); ++r)
-            runs.push_back(engines_[r]->start(plans[r], reinterpret_cast<char *>(buffers[r].data()), sum));
+            runs.push_back(
+                engines_[r]->start(plans[r], reinterpret_cast<char *>(buffers[r].data()), sum));
         for (int spin = 0; spin < 50000000; ++spin) {
             bool all = true;
             for (size_t r = 0; r < runs.size(); ++r) {
@@ -124,9 +125,9 @@ TEST(UcxTransport, TagsSeparateCommunicatorsSendersAndDimensions) {
     EXPECT_NE(UcxTransport::make_tag(1, 0, 0, 0), UcxTransport::make_tag(2, 0, 0, 0));
     EXPECT_NE(UcxTransport::make_tag(1, 1, 0, 0), UcxTransport::make_tag(1, 2, 0, 0));
     EXPECT_NE(UcxTransport::make_tag(1, 1, 1, 0), UcxTransport::make_tag(1, 1, 2, 0));
-    EXPECT_EQ(UcxTransport::make_tag(kUcxMaxCommId, kUcxMaxPositions - 1, kUcxMaxDims - 1,
-                                     kTagLimit - 1),
-              ~ucp_tag_t(0));
+    EXPECT_EQ(
+        UcxTransport::make_tag(kUcxMaxCommId, kUcxMaxPositions - 1, kUcxMaxDims - 1, kTagLimit - 1),
+        ~ucp_tag_t(0));
     EXPECT_EQ(UcxTransport::make_tag(0, 0, 0, kTagLimit - 1), ucp_tag_t(kTagLimit - 1));
 }
 

@@ -33,20 +33,20 @@ enum { THEMIS_CUDA_IPC_AUTO = 0, THEMIS_CUDA_IPC_OFF = 1 };
 /* Every coll slot themis takes over, once: X(slot, ID) with the slot's name in Open MPI's
  * module (coll_<slot>, mca_coll_base_module_<slot>_fn_t) and its index for per-slot
  * bookkeeping (THEMIS_COLL_<ID>). The blocking forms, then the nonblocking and the
- * persistent ones in the same order. Everything per slot (saved previous layer, its lifetime, the module's
- * functions, the stats names) is generated from this list. */
-#define THEMIS_SLOTS(X)                                                                        \
-    X(allreduce, ALLREDUCE)                                                                    \
-    X(reduce_scatter, REDUCE_SCATTER)                                                          \
-    X(reduce_scatter_block, REDUCE_SCATTER_BLOCK)                                              \
-    X(allgather, ALLGATHER)                                                                    \
-    X(iallreduce, IALLREDUCE)                                                                  \
-    X(ireduce_scatter, IREDUCE_SCATTER)                                                        \
-    X(ireduce_scatter_block, IREDUCE_SCATTER_BLOCK)                                            \
-    X(iallgather, IALLGATHER)                                                                  \
-    X(allreduce_init, ALLREDUCE_INIT)                                                          \
-    X(reduce_scatter_init, REDUCE_SCATTER_INIT)                                                \
-    X(reduce_scatter_block_init, REDUCE_SCATTER_BLOCK_INIT)                                    \
+ * persistent ones in the same order. Everything per slot (saved previous layer, its lifetime, the
+ * module's functions, the stats names) is generated from this list. */
+#define THEMIS_SLOTS(X)                                                                            \
+    X(allreduce, ALLREDUCE)                                                                        \
+    X(reduce_scatter, REDUCE_SCATTER)                                                              \
+    X(reduce_scatter_block, REDUCE_SCATTER_BLOCK)                                                  \
+    X(allgather, ALLGATHER)                                                                        \
+    X(iallreduce, IALLREDUCE)                                                                      \
+    X(ireduce_scatter, IREDUCE_SCATTER)                                                            \
+    X(ireduce_scatter_block, IREDUCE_SCATTER_BLOCK)                                                \
+    X(iallgather, IALLGATHER)                                                                      \
+    X(allreduce_init, ALLREDUCE_INIT)                                                              \
+    X(reduce_scatter_init, REDUCE_SCATTER_INIT)                                                    \
+    X(reduce_scatter_block_init, REDUCE_SCATTER_BLOCK_INIT)                                        \
     X(allgather_init, ALLGATHER_INIT)
 
 #define THEMIS_SLOT_INDEX(slot, id) THEMIS_COLL_##id,
@@ -76,16 +76,16 @@ typedef struct mca_coll_themis_component_t {
     size_t pml_message_bytes; /* largest message of the pml transport; 0: auto */
     int node_transport;       /* THEMIS_NODE_* */
     bool single_dim;
-    char *trace;          /* path prefix of the stage-timing CSVs; empty: none */
+    char *trace;                /* path prefix of the stage-timing CSVs; empty: none */
     double calibration_seconds; /* time budget of measuring a layout's rates; 0: never */
     char *calibration_file;     /* measured rates kept between jobs; empty: none */
     char *topo_file;            /* hosts' coordinates in the network's dimensions; empty: none */
     bool split_packages;        /* auto splits a node whose ranks sit on several packages */
-    int cuda;             /* THEMIS_CUDA_* */
-    size_t staging_bytes; /* host staging budget for device buffers, per process */
-    char *cuda_driver;    /* the CUDA driver library dlopen()ed: soname or path */
-    int cuda_ipc;         /* THEMIS_CUDA_IPC_* */
-    int cuda_ipc_cache;   /* peers' device allocations kept open per process */
+    int cuda;                   /* THEMIS_CUDA_* */
+    size_t staging_bytes;       /* host staging budget for device buffers, per process */
+    char *cuda_driver;          /* the CUDA driver library dlopen()ed: soname or path */
+    int cuda_ipc;               /* THEMIS_CUDA_IPC_* */
+    int cuda_ipc_cache;         /* peers' device allocations kept open per process */
 } mca_coll_themis_component_t;
 
 OMPI_MODULE_DECLSPEC extern mca_coll_themis_component_t mca_coll_themis_component;
@@ -100,8 +100,8 @@ typedef struct mca_coll_themis_module_t {
     mca_coll_base_module_t super;
 
     /* The previous layer, one function and module per slot taken over. */
-#define THEMIS_PREVIOUS_FIELDS(slot, id)                                                       \
-    mca_coll_base_module_##slot##_fn_t previous_##slot;                                         \
+#define THEMIS_PREVIOUS_FIELDS(slot, id)                                                           \
+    mca_coll_base_module_##slot##_fn_t previous_##slot;                                            \
     mca_coll_base_module_t *previous_##slot##_module;
     THEMIS_SLOTS(THEMIS_PREVIOUS_FIELDS)
 #undef THEMIS_PREVIOUS_FIELDS
@@ -124,8 +124,7 @@ OBJ_CLASS_DECLARATION(mca_coll_themis_module_t);
 
 /* coll_themis_module.c */
 int mca_coll_themis_init_query(bool enable_progress_threads, bool enable_mpi_threads);
-mca_coll_base_module_t *mca_coll_themis_comm_query(struct ompi_communicator_t *comm,
-                                                   int *priority);
+mca_coll_base_module_t *mca_coll_themis_comm_query(struct ompi_communicator_t *comm, int *priority);
 
 /* Entry points, coll_themis_<collective>.cpp */
 int mca_coll_themis_allreduce(const void *sbuf, void *rbuf, int count,
@@ -156,8 +155,7 @@ int mca_coll_themis_ireduce_scatter(const void *sbuf, void *rbuf, const int *rco
 int mca_coll_themis_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
                                           struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                           struct ompi_communicator_t *comm,
-                                          ompi_request_t **request,
-                                          mca_coll_base_module_t *module);
+                                          ompi_request_t **request, mca_coll_base_module_t *module);
 int mca_coll_themis_iallgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
                                void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
                                struct ompi_communicator_t *comm, ompi_request_t **request,
@@ -171,9 +169,8 @@ int mca_coll_themis_allreduce_init(const void *sbuf, void *rbuf, int count,
                                    ompi_request_t **request, mca_coll_base_module_t *module);
 int mca_coll_themis_reduce_scatter_init(const void *sbuf, void *rbuf, const int *rcounts,
                                         struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                        struct ompi_communicator_t *comm,
-                                        struct ompi_info_t *info, ompi_request_t **request,
-                                        mca_coll_base_module_t *module);
+                                        struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                                        ompi_request_t **request, mca_coll_base_module_t *module);
 int mca_coll_themis_reduce_scatter_block_init(const void *sbuf, void *rbuf, int rcount,
                                               struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                               struct ompi_communicator_t *comm,

@@ -180,8 +180,8 @@ extern "C" int mca_coll_themis_iallgather(const void *sbuf, int scount,
             return prepare_allgather(ctx, sbuf, scount, sdtype, rbuf, rcount, rdtype);
         },
         [&](mca_coll_themis_module_t *m) {
-            return m->previous_iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
-                                          request, m->previous_iallgather_module);
+            return m->previous_iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request,
+                                          m->previous_iallgather_module);
         });
 }
 

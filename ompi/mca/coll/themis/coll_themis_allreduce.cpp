@@ -49,8 +49,8 @@ void allreduce(Context &ctx, const void *sbuf, void *rbuf, int count, ompi_datat
 #if THEMIS_HAVE_CUDA
 // MPI_Allreduce with a device buffer (coll_themis_cuda.h). Predefined datatypes only (the
 // eligibility above); past the first test, without gaps: count x extent bytes of data.
-void allreduce_device(Context &ctx, const void *sbuf, void *rbuf, int count,
-                      ompi_datatype_t *dtype, ompi_op_t *op) {
+void allreduce_device(Context &ctx, const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
+                      ompi_op_t *op) {
     size_t type_size = 0;
     ompi_datatype_type_size(dtype, &type_size);
     const size_t extent = element_extent(dtype);
@@ -67,8 +67,10 @@ void allreduce_device(Context &ctx, const void *sbuf, void *rbuf, int count,
     ptrdiff_t lo = 0, span = 0;
     cuda::span_of(dtype, static_cast<size_t>(count), lo, span);
     const size_t bytes = extent * static_cast<size_t>(count);
-    if (static_cast<size_t>(span) != bytes) throw std::logic_error("datatype with gaps on the device path");
-    const PlanRequest req = ctx.request(Collective::AllReduce, extent, {static_cast<uint64_t>(count)});
+    if (static_cast<size_t>(span) != bytes)
+        throw std::logic_error("datatype with gaps on the device path");
+    const PlanRequest req =
+        ctx.request(Collective::AllReduce, extent, {static_cast<uint64_t>(count)});
     if (cuda::direct(ctx)) { // the transport moves device memory: run on it
         cuda::copy(rbuf, input, bytes);
         cuda::DeviceReducer reducer(op, dtype, extent);

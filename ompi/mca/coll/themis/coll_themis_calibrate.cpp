@@ -61,7 +61,8 @@ bool plausible(const std::vector<DimensionRates> &rates, const std::vector<int> 
 // runs on with measured numbers.
 void report_file_problem(const std::string &what) {
     static bool shown = false;
-    if (!shown) mca_coll_themis_show_help("calibration-file", params().calibration_file, what.c_str());
+    if (!shown)
+        mca_coll_themis_show_help("calibration-file", params().calibration_file, what.c_str());
     shown = true;
 }
 
@@ -111,26 +112,29 @@ std::string process_key(ompi_communicator_t *comm, const RankLayout &layout,
     return key.str();
 }
 
-void agree_max(mca_coll_themis_module_t *m, ompi_communicator_t *comm, std::vector<double> &values) {
+void agree_max(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
+               std::vector<double> &values) {
     std::vector<double> all(values.size());
-    int rc = m->previous_allreduce(values.data(), all.data(), int(values.size()),
-                                   &ompi_mpi_double.dt, &ompi_mpi_op_max.op, comm,
-                                   m->previous_allreduce_module);
+    int rc =
+        m->previous_allreduce(values.data(), all.data(), int(values.size()), &ompi_mpi_double.dt,
+                              &ompi_mpi_op_max.op, comm, m->previous_allreduce_module);
     if (rc != OMPI_SUCCESS) throw std::runtime_error("agreeing on measured values failed");
     values = all;
 }
 
 CalibratedTopology calibrated_topology(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
-                                       const RankLayout &layout, int position,
-                                       Transport &transport, Memory *buffers,
-                                       const std::string &transport_name,
+                                       const RankLayout &layout, int position, Transport &transport,
+                                       Memory *buffers, const std::string &transport_name,
                                        const std::vector<std::string> &host_at_position) {
     const Topology &given = layout.topology;
-    const bool bw_given = spec_gives(params().dims, "bw"), lat_given = spec_gives(params().dims, "lat");
+    const bool bw_given = spec_gives(params().dims, "bw"),
+               lat_given = spec_gives(params().dims, "lat");
     CalibratedTopology out;
     out.topology = given;
-    out.bandwidth_source.assign(given.num_dims(), bw_given ? RateSource::Given : RateSource::Default);
-    out.latency_source.assign(given.num_dims(), lat_given ? RateSource::Given : RateSource::Default);
+    out.bandwidth_source.assign(given.num_dims(),
+                                bw_given ? RateSource::Given : RateSource::Default);
+    out.latency_source.assign(given.num_dims(),
+                              lat_given ? RateSource::Given : RateSource::Default);
     const std::vector<int> measured = dimensions_to_measure(given, bw_given, lat_given);
     if (measured.empty() || params().calibration_seconds <= 0) return out;
 
@@ -150,16 +154,18 @@ CalibratedTopology calibrated_topology(mca_coll_themis_module_t *m, ompi_communi
         source = RateSource::Measured;
         CalibrationSettings settings;
         settings.budget_seconds = params().calibration_seconds;
-        const CalibrationResult result =
-            calibrate(given, position, transport, measured,
-                      [&](std::vector<double> &v) { agree_max(m, comm, v); }, settings, buffers);
+        const CalibrationResult result = calibrate(
+            given, position, transport, measured,
+            [&](std::vector<double> &v) { agree_max(m, comm, v); }, settings, buffers);
         out.seconds = result.seconds;
         out.connect_seconds = result.connect_seconds;
         out.bytes_sent = result.bytes_sent;
         // Every rank holds the same agreed numbers, but tests make a measurement fail on
         // some ranks only (THEMIS_TEST_CALIBRATION_FAILS): all keep the defaults together.
-        std::vector<double> failed = {
-            plausible(result.dims, measured) && !std::getenv("THEMIS_TEST_CALIBRATION_FAILS") ? 0.0 : 1.0};
+        std::vector<double> failed = {plausible(result.dims, measured) &&
+                                              !std::getenv("THEMIS_TEST_CALIBRATION_FAILS")
+                                          ? 0.0
+                                          : 1.0};
         agree_max(m, comm, failed);
         if (failed[0] != 0) {
             out.note = "calibration measured no usable rate: the defaults are kept";

@@ -29,19 +29,18 @@ namespace themis {
 struct CalibratedTopology {
     Topology topology;
     std::vector<RateSource> bandwidth_source, latency_source; // per dimension
-    double seconds = 0;      // this rank's time measuring (0 when nothing was measured)
+    double seconds = 0;         // this rank's time measuring (0 when nothing was measured)
     double connect_seconds = 0; // of which connecting to the peers (first exchange)
-    uint64_t bytes_sent = 0; // this rank's bytes sent measuring
-    std::string note;        // why the defaults were kept, or a cache problem; "" if none
+    uint64_t bytes_sent = 0;    // this rank's bytes sent measuring
+    std::string note;           // why the defaults were kept, or a cache problem; "" if none
 };
 
 // Collective over `comm`. Measures over `transport` with the exchanged bytes in `buffers`
 // (nullptr: host memory); `transport_name` names that pair in the caches' keys;
 // `host_at_position`: each position's hostname (for the file's key).
 CalibratedTopology calibrated_topology(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
-                                       const RankLayout &layout, int position,
-                                       Transport &transport, Memory *buffers,
-                                       const std::string &transport_name,
+                                       const RankLayout &layout, int position, Transport &transport,
+                                       Memory *buffers, const std::string &transport_name,
                                        const std::vector<std::string> &host_at_position);
 
 // The processes at each position of `layout` (and the dimensions' shapes) with

@@ -124,8 +124,7 @@ void say(int level, ompi_communicator_t *comm, const std::string &text) {
 } // namespace
 
 Context::Context(ompi_communicator_t *comm, RankLayout layout)
-    : comm_(comm), layout_(std::move(layout)),
-      position_(layout_.position_of[ompi_comm_rank(comm)]),
+    : comm_(comm), layout_(std::move(layout)), position_(layout_.position_of[ompi_comm_rank(comm)]),
       cache_(static_cast<size_t>(params().plan_cache_size)) {}
 
 Context::~Context() {
@@ -156,8 +155,8 @@ int Context::transport_choice() const {
 void Context::connect(mca_coll_themis_module_t *m) {
     // The info key themis_transport overrides coll_themis_transport per communicator.
     const int choice = transport_choice();
-    const char *source = info("themis_transport").empty() ? "coll_themis_transport"
-                                                          : "info key themis_transport";
+    const char *source =
+        info("themis_transport").empty() ? "coll_themis_transport" : "info key themis_transport";
     std::string why;
     UcxWorker *worker = nullptr;
     if (choice != THEMIS_TRANSPORT_PML) {
@@ -171,21 +170,22 @@ void Context::connect(mca_coll_themis_module_t *m) {
     const bool ucx = all_agree(m, comm_, worker != nullptr);
     if (ucx) {
         transport_ = connect_ucx(m, comm_, *worker, layout_, position_);
-        say(1, comm_, std::string("transport ucx") +
-                          (worker->supports_cuda() ? " (moves CUDA device memory)"
-                                                   : " (no CUDA support in this UCX: device "
-                                                     "buffers would be staged through host memory)"));
+        say(1, comm_,
+            std::string("transport ucx") + (worker->supports_cuda()
+                                                ? " (moves CUDA device memory)"
+                                                : " (no CUDA support in this UCX: device "
+                                                  "buffers would be staged through host memory)"));
     } else {
         private_comm_ = private_duplicate(comm_);
         std::vector<size_t> parts = pml_part_bytes(m);
         transport_ = std::make_unique<PmlTransport>(private_comm_, layout_, position_, parts);
         std::string reason = std::string(source) + "=pml";
         if (choice != THEMIS_TRANSPORT_PML)
-            reason = "UCX not usable: " + (why.empty() ? std::string("not usable on another rank") : why);
+            reason = "UCX not usable: " +
+                     (why.empty() ? std::string("not usable on another rank") : why);
         std::string split;
         for (int d = 0; d < int(parts.size()); ++d)
-            if (parts[d] != 0)
-                split += " " + std::to_string(d) + ":" + std::to_string(parts[d]);
+            if (parts[d] != 0) split += " " + std::to_string(d) + ":" + std::to_string(parts[d]);
         if (!split.empty()) reason += "; messages in parts of at most, per dimension," + split;
         say(1, comm_, "transport pml (" + reason + ")");
     }
@@ -195,7 +195,8 @@ void Context::connect(mca_coll_themis_module_t *m) {
         throw std::runtime_error("connect failed (THEMIS_TEST_FAIL_CONNECT is set)");
 }
 
-std::string Context::calibrate(mca_coll_themis_module_t *m, const std::vector<std::string> &host_of) {
+std::string Context::calibrate(mca_coll_themis_module_t *m,
+                               const std::vector<std::string> &host_of) {
     std::vector<std::string> host_at_position;
     for (int rank : layout_.rank_at) host_at_position.push_back(host_of[rank]);
     // The rates are measured on what the engine runs on: in device-direct mode with device
@@ -207,7 +208,8 @@ std::string Context::calibrate(mca_coll_themis_module_t *m, const std::vector<st
     if (node_transport_) { // the rates depend on which dimensions run single-copy
         std::string dims;
         for (int d = 0; d < layout_.topology.num_dims(); ++d)
-            if (node_transport_->max_segments(d) > 0) dims += (dims.empty() ? "" : ",") + std::to_string(d);
+            if (node_transport_->max_segments(d) > 0)
+                dims += (dims.empty() ? "" : ",") + std::to_string(d);
         over = "cma" + dims + "+" + over;
     }
 #if THEMIS_HAVE_CUDA
@@ -216,9 +218,8 @@ std::string Context::calibrate(mca_coll_themis_module_t *m, const std::vector<st
         over = "cuda-ipc+" + over;
     }
 #endif
-    const CalibratedTopology rates = calibrated_topology(m, comm_, layout_, position_,
-                                                         engine_transport, buffers, over,
-                                                         host_at_position);
+    const CalibratedTopology rates = calibrated_topology(
+        m, comm_, layout_, position_, engine_transport, buffers, over, host_at_position);
     layout_.topology = rates.topology;
     if (rates.seconds > 0) {
         char cost[128];
@@ -232,7 +233,8 @@ std::string Context::calibrate(mca_coll_themis_module_t *m, const std::vector<st
     engine_ = std::make_unique<Engine>(layout_.topology, engine_transport, memory_,
                                        params().max_active, params().max_active_bytes);
     std::string levels;
-    for (const std::string &name : layout_.level_names) levels += (levels.empty() ? "" : ",") + name;
+    for (const std::string &name : layout_.level_names)
+        levels += (levels.empty() ? "" : ",") + name;
     return describe_rates(rates) + "; levels " + levels;
 }
 
@@ -242,19 +244,20 @@ std::vector<size_t> Context::pml_part_bytes(mca_coll_themis_module_t *m) const {
     // (min of v and of -v) and, per dimension, the least TCP eager size over every rank's
     // peers there (0 where any is not reached through TCP).
     const Topology &topo = layout_.topology;
-    const long long fixed = (long long) params().pml_message_bytes;
+    const long long fixed = (long long)params().pml_message_bytes;
     std::vector<long long> mine = {fixed, -fixed}, all(2 + topo.num_dims(), 0);
     for (int d = 0; d < topo.num_dims(); ++d) {
         size_t least = SIZE_MAX;
         for (int c = 0; c < topo.dim(d).peers; ++c)
             if (c != topo.coord(position_, d))
-                least = std::min(least, tcp_eager_bytes(comm_, layout_.rank_at[topo.with_coord(
-                                                                   position_, d, c)]));
-        mine.push_back(least == SIZE_MAX ? 0 : (long long) least);
+                least = std::min(
+                    least,
+                    tcp_eager_bytes(comm_, layout_.rank_at[topo.with_coord(position_, d, c)]));
+        mine.push_back(least == SIZE_MAX ? 0 : (long long)least);
     }
-    int rc = m->previous_allreduce(mine.data(), all.data(), int(mine.size()),
-                                   &ompi_mpi_long_long_int.dt, &ompi_mpi_op_min.op, comm_,
-                                   m->previous_allreduce_module);
+    int rc =
+        m->previous_allreduce(mine.data(), all.data(), int(mine.size()), &ompi_mpi_long_long_int.dt,
+                              &ompi_mpi_op_min.op, comm_, m->previous_allreduce_module);
     std::vector<size_t> parts(topo.num_dims(), 0);
     if (rc != OMPI_SUCCESS) return parts;
     if (all[0] != -all[1]) {
@@ -313,7 +316,7 @@ std::unique_ptr<Context> Context::create(mca_coll_themis_module_t *m, ompi_commu
 #if THEMIS_HAVE_CUDA
     cuda_here = device_buffers && cuda::ipc_candidate();
 #else
-    (void) device_buffers;
+    (void)device_buffers;
 #endif
     int mine[2] = {ok ? 1 : 0, cuda_here ? 1 : 0}, all[2] = {0, 0};
     if (m->previous_allreduce(mine, all, 2, &ompi_mpi_int.dt, &ompi_mpi_op_min.op, comm,
@@ -330,7 +333,8 @@ std::unique_ptr<Context> Context::create(mca_coll_themis_module_t *m, ompi_commu
               "): nothing for Themis to balance (coll_themis_single_dim=1 runs it anyway)";
     }
     if (all[0] != 1) {
-        say(1, comm, "not used, previous module kept: " + (why.empty() ? "another rank declined" : why));
+        say(1, comm,
+            "not used, previous module kept: " + (why.empty() ? "another rank declined" : why));
         return nullptr;
     }
     if (!note.empty()) say(1, comm, note);
@@ -343,8 +347,9 @@ std::unique_ptr<Context> Context::create(mca_coll_themis_module_t *m, ompi_commu
         failure = e.what();
     }
     if (!all_agree(m, comm, failure.empty())) {
-        say(1, comm, "not used, previous module kept: set-up failed " +
-                         (failure.empty() ? std::string("on another rank") : "here: " + failure));
+        say(1, comm,
+            "not used, previous module kept: set-up failed " +
+                (failure.empty() ? std::string("on another rank") : "here: " + failure));
         return nullptr;
     }
     ctx->setup_device_direct(m, placement.node_of, all_cuda);
@@ -380,20 +385,22 @@ void Context::setup_device_direct(mca_coll_themis_module_t *m, const std::vector
     }
     if (!all_agree(m, comm_, failure.empty())) { // all ranks in the same mode, or none
         device_transport_.reset();
-        say(1, comm_, "device-direct node dimension not used (device data staged): " +
-                          (failure.empty() ? std::string("failed on another rank") : failure));
+        say(1, comm_,
+            "device-direct node dimension not used (device data staged): " +
+                (failure.empty() ? std::string("failed on another rank") : failure));
         return;
     }
     std::string dims;
     for (size_t d = 0; d < node_dims.size(); ++d)
         if (node_dims[d]) dims += (dims.empty() ? "" : ",") + std::to_string(d);
-    say(1, comm_, "device-direct: dimension(s) " + dims + " by CUDA IPC, others " +
-                      (moves_device ? "by the transport (moves device memory)"
-                                    : "through pinned host memory"));
+    say(1, comm_,
+        "device-direct: dimension(s) " + dims + " by CUDA IPC, others " +
+            (moves_device ? "by the transport (moves device memory)"
+                          : "through pinned host memory"));
 #else
-    (void) m;
-    (void) node_of;
-    (void) all_cuda;
+    (void)m;
+    (void)node_of;
+    (void)all_cuda;
 #endif
 }
 
@@ -413,14 +420,19 @@ void Context::setup_node_transport(mca_coll_themis_module_t *m, const std::vecto
     std::string note, failure;
     try {
         const std::string key = info("themis_node_transport");
-        const int choice = key == "auto" ? THEMIS_NODE_AUTO
-                           : key == "cma" ? THEMIS_NODE_CMA
+        const int choice = key == "auto"        ? THEMIS_NODE_AUTO
+                           : key == "cma"       ? THEMIS_NODE_CMA
                            : key == "transport" ? THEMIS_NODE_TRANSPORT
                                                 : params().node_transport;
-        const NodeTransportSetup setup{choice, layout_, position_, node_of, *transport_,
-                                       transport_name(), transport_moves_device(),
-                                       request(Collective::AllReduce, sizeof(float),
-                                               {(4u << 20) / sizeof(float)})};
+        const NodeTransportSetup setup{
+            choice,
+            layout_,
+            position_,
+            node_of,
+            *transport_,
+            transport_name(),
+            transport_moves_device(),
+            request(Collective::AllReduce, sizeof(float), {(4u << 20) / sizeof(float)})};
         node_transport_ = node_transport(m, comm_, setup, note);
     } catch (const std::exception &e) {
         failure = e.what();
@@ -455,8 +467,8 @@ PlanRequest Context::request(Collective coll, uint64_t element_size,
     req.scheduler.load_model =
         params().load_model == THEMIS_LOAD_REFERENCE ? LoadModel::Reference : LoadModel::Latency;
     req.scheduler.threshold = params().threshold;
-    req.ordering.intra = params().intra_policy == THEMIS_INTRA_FIFO ? IntraPolicy::Fifo
-                                                                     : IntraPolicy::Scf;
+    req.ordering.intra =
+        params().intra_policy == THEMIS_INTRA_FIFO ? IntraPolicy::Fifo : IntraPolicy::Scf;
     req.ordering.max_active = params().max_active;
     req.ordering.max_active_bytes = static_cast<double>(params().max_active_bytes);
     req.rank = position_;
@@ -509,8 +521,7 @@ bool StartedRun::progress() {
     return true;
 }
 
-Context *context_for(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
-                     bool device_buffers) {
+Context *context_for(mca_coll_themis_module_t *m, ompi_communicator_t *comm, bool device_buffers) {
     if (m->setup_state == THEMIS_SETUP_PENDING) {
         m->in_setup = true;
         std::unique_ptr<Context> ctx;

@@ -34,8 +34,8 @@ bool on_device(const void *p) {
     CUmemorytype type = static_cast<CUmemorytype>(0);
     unsigned int managed = 0;
     CUcontext ctx = nullptr;
-    CUpointer_attribute attrs[3] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
-                                    CU_POINTER_ATTRIBUTE_CONTEXT};
+    CUpointer_attribute attrs[3] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                    CU_POINTER_ATTRIBUTE_IS_MANAGED, CU_POINTER_ATTRIBUTE_CONTEXT};
     void *data[3] = {&type, &managed, &ctx};
     // Fails with CUDA_ERROR_NOT_INITIALIZED until the application initialises CUDA: a
     // process that has not cannot own device memory. Unknown (host) pointers succeed
@@ -47,7 +47,7 @@ bool on_device(const void *p) {
     CUcontext current = nullptr;
     // Never throws (callers are outside any try): a failure shows in the next CUDA call.
     if (d->cuCtxGetCurrent(&current) == CUDA_SUCCESS && current == nullptr && ctx)
-        (void) d->cuCtxSetCurrent(ctx);
+        (void)d->cuCtxSetCurrent(ctx);
     return true;
 }
 
@@ -86,8 +86,7 @@ DeviceBuffer::DeviceBuffer(size_t bytes)
 DeviceBuffer::~DeviceBuffer() {
     try {
         current_device().memory().release(buf_, bytes_);
-    } catch (...) {
-    }
+    } catch (...) {}
 }
 
 DeviceReducer::DeviceReducer(ompi_op_t *op, ompi_datatype_t *dtype, size_t extent)
@@ -149,10 +148,10 @@ void StagedRun::finish() {
         opal_output_verbose(5, params().output,
                             "coll:themis: staged through host memory: budget %llu B, peak %llu B, "
                             "%llu loads (%llu B), %llu evictions (%llu B), %llu B stored",
-                            (unsigned long long) s.budget, (unsigned long long) s.peak_bytes,
-                            (unsigned long long) s.loads, (unsigned long long) s.load_bytes,
-                            (unsigned long long) s.evictions, (unsigned long long) s.eviction_bytes,
-                            (unsigned long long) s.store_bytes);
+                            (unsigned long long)s.budget, (unsigned long long)s.peak_bytes,
+                            (unsigned long long)s.loads, (unsigned long long)s.load_bytes,
+                            (unsigned long long)s.evictions, (unsigned long long)s.eviction_bytes,
+                            (unsigned long long)s.store_bytes);
     }
 }
 
@@ -190,8 +189,7 @@ HostView::HostView(const void *buf, ompi_datatype_t *dtype, size_t count, bool c
 HostView::~HostView() {
     try {
         if (host_) view_memory().release(host_, host_bytes_);
-    } catch (...) {
-    }
+    } catch (...) {}
 }
 
 void HostView::copy_back(size_t count) {
@@ -210,6 +208,5 @@ extern "C" void mca_coll_themis_cuda_finalize(void) {
     try {
         mca_coll_themis_cuda_ipc_finalize();
         themis::cuda::release_process();
-    } catch (...) {
-    }
+    } catch (...) {}
 }

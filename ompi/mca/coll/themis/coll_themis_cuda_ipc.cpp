@@ -71,7 +71,8 @@ bool ipc_probe(mca_coll_themis_module_t *m, ompi_communicator_t *comm, const Ran
             Mapping *map = ipc_cache().open(all[size_t(rank)].pid, all[size_t(rank)].where);
             uint64_t got[kBytes / 8];
             try {
-                copy(got, reinterpret_cast<const void *>(map->base + all[size_t(rank)].offset), kBytes);
+                copy(got, reinterpret_cast<const void *>(map->base + all[size_t(rank)].offset),
+                     kBytes);
             } catch (...) {
                 ipc_cache().release(map);
                 throw;

@@ -45,7 +45,8 @@ inline void run_prepared(Context &ctx, Prepared p) {
 // with it the engine) until complete, even if the user frees it meanwhile.
 class EngineCall : public PendingCall {
   public:
-    EngineCall(ompi_communicator_t *comm, Context &ctx, Prepared p) : comm_(comm), p_(std::move(p)) {
+    EngineCall(ompi_communicator_t *comm, Context &ctx, Prepared p)
+        : comm_(comm), p_(std::move(p)) {
         OBJ_RETAIN(comm_);
         started_ = ctx.start(p_.request, p_.work, *p_.reducer);
     }
@@ -129,8 +130,8 @@ inline bool any_on_device(const void *a, const void *b) {
 #if THEMIS_HAVE_CUDA
     return cuda::on_device(a) || cuda::on_device(b);
 #else
-    (void) a;
-    (void) b;
+    (void)a;
+    (void)b;
     return false;
 #endif
 }
@@ -179,13 +180,13 @@ class FinishedCall : public PendingCall {
 template <typename Prepare, typename Device, typename Previous>
 int init_or_delegate(mca_coll_base_module_t *module, ompi_communicator_t *comm, int collective,
                      const char *name, const char *unsupported, bool on_device,
-                     ompi_request_t **request, std::vector<opal_object_t *> keep,
-                     Prepare prepare, Device device, Previous previous) {
+                     ompi_request_t **request, std::vector<opal_object_t *> keep, Prepare prepare,
+                     Device device, Previous previous) {
     if (on_device) {
         auto kept = std::make_shared<Retained>(std::move(keep));
         return persistent_request(
             [=]() -> std::unique_ptr<PendingCall> {
-                (void) kept; // held as long as the request
+                (void)kept; // held as long as the request
                 return std::make_unique<FinishedCall>(device());
             },
             request);
@@ -196,7 +197,7 @@ int init_or_delegate(mca_coll_base_module_t *module, ompi_communicator_t *comm, 
             auto kept = std::make_shared<Retained>(std::move(keep));
             Context *c = &ctx;
             Starter start = [=]() -> std::unique_ptr<PendingCall> {
-                (void) kept;
+                (void)kept;
                 return std::make_unique<EngineCall>(comm, *c, prepare(*c));
             };
             if (persistent_request(std::move(start), request) != OMPI_SUCCESS)

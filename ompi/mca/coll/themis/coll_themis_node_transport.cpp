@@ -26,9 +26,9 @@ std::string dimension_list(const std::vector<bool> &dims) {
 
 // Collective: every rank reads a small buffer of each of its node peers through CMA and
 // checks what it read; true on every rank when all could (else `why`).
-bool peers_readable(mca_coll_themis_module_t *m, ompi_communicator_t *comm, const RankLayout &layout,
-                    int position, const std::vector<bool> &node_dims, bool candidate,
-                    std::string &why) {
+bool peers_readable(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
+                    const RankLayout &layout, int position, const std::vector<bool> &node_dims,
+                    bool candidate, std::string &why) {
     struct Probe {
         uint64_t pattern[4];
         uint64_t address;
@@ -85,15 +85,17 @@ std::vector<bool> measured_choice(mca_coll_themis_module_t *m, ompi_communicator
     const std::vector<DimensionChoice> measured = choose_transports(
         setup.layout.topology, setup.position, setup.base, cma, node_dims, float_sum,
         [&](std::vector<double> &v) { agree_max(m, comm, v); }, settings);
-    const double mib = double(setup.allreduce.block_counts[0] * setup.allreduce.element_size) / (1 << 20);
+    const double mib =
+        double(setup.allreduce.block_counts[0] * setup.allreduce.element_size) / (1 << 20);
     std::vector<bool> chosen(node_dims.size(), false);
     note = "node transport measured:";
     for (size_t d = 0; d < node_dims.size(); ++d) {
         if (!node_dims[d]) continue;
         chosen[d] = measured[d].single_copy;
         char line[160];
-        snprintf(line, sizeof line, " dim %zu %s (%.3g MiB All-Reduce: cma %.3f ms, transport %.3f ms)",
-                 d, chosen[d] ? "cma" : "transport", mib, measured[d].seconds_single_copy * 1e3,
+        snprintf(line, sizeof line,
+                 " dim %zu %s (%.3g MiB All-Reduce: cma %.3f ms, transport %.3f ms)", d,
+                 chosen[d] ? "cma" : "transport", mib, measured[d].seconds_single_copy * 1e3,
                  measured[d].seconds_base * 1e3);
         note += line;
     }
@@ -116,7 +118,8 @@ std::unique_ptr<Transport> node_transport(mca_coll_themis_module_t *m, ompi_comm
     const std::vector<bool> node_dims = node_local_dimensions(layout, setup.node_of);
     if (dimension_list(node_dims).empty()) return nullptr;
     std::string why;
-    if (!peers_readable(m, comm, layout, setup.position, node_dims, !setup.base_moves_device, why)) {
+    if (!peers_readable(m, comm, layout, setup.position, node_dims, !setup.base_moves_device,
+                        why)) {
         note = "node dimension(s) " + dimension_list(node_dims) + " on the transport: " + why;
         static bool shown = false; // asked for explicitly: say it once per job
         if (!shown && setup.choice == THEMIS_NODE_CMA && mca_coll_themis_first_process())

@@ -23,15 +23,15 @@ namespace themis {
 
 // What the choice is made for.
 struct NodeTransportSetup {
-    int choice;                    // THEMIS_NODE_* (parameter or the communicator's info key)
+    int choice; // THEMIS_NODE_* (parameter or the communicator's info key)
     const RankLayout &layout;
     int position;
     const std::vector<int> &node_of; // per communicator rank
-    Transport &base;               // the communicator's transport
-    std::string base_name;         // its name, for the in-process cache of choices
-    bool base_moves_device;        // handed device pointers (UCX with CUDA): nothing tried,
-                                   // process_vm_readv cannot read them
-    PlanRequest allreduce;         // the communicator's float All-Reduce, what auto measures
+    Transport &base;                 // the communicator's transport
+    std::string base_name;           // its name, for the in-process cache of choices
+    bool base_moves_device;          // handed device pointers (UCX with CUDA): nothing tried,
+                                     // process_vm_readv cannot read them
+    PlanRequest allreduce;           // the communicator's float All-Reduce, what auto measures
 };
 
 // Collective over `comm`: the transport the engine runs on, wrapping setup.base, or nullptr

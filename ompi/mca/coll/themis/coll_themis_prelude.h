@@ -9,11 +9,11 @@
 
 #include "opal/threads/thread_usage.h"
 #undef OPAL_THREAD_COMPARE_EXCHANGE_STRONG_PTR
-#define OPAL_THREAD_COMPARE_EXCHANGE_STRONG_PTR(x, y, z)                                         \
+#define OPAL_THREAD_COMPARE_EXCHANGE_STRONG_PTR(x, y, z)                                           \
     opal_thread_compare_exchange_strong_ptr((volatile intptr_t *)(x), (void **)(y), (void *)(z))
 
 #include "ompi/datatype/ompi_datatype.h"
-#define ompi_datatype_copy_content_same_ddt(t, c, d, s)                                          \
+#define ompi_datatype_copy_content_same_ddt(t, c, d, s)                                            \
     (ompi_datatype_copy_content_same_ddt)((t), (c), (char *)(d), (char *)(s))
 
 #endif

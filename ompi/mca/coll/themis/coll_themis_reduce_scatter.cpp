@@ -134,12 +134,11 @@ int reduce_scatter_through_host(const void *sbuf, void *rbuf, const std::vector<
 #if THEMIS_HAVE_CUDA
 // With a device buffer: themis's device path, or `previous` on host copies. The nonblocking
 // forms come here too and complete before they return (set_up false).
-int reduce_scatter_on_device(const void *sbuf, void *rbuf, const std::vector<int> &counts,
-                             ompi_datatype_t *dtype, ompi_op_t *op, ompi_communicator_t *comm,
-                             mca_coll_base_module_t *module, int collective, const char *name,
-                             const char *unsupported, bool set_up,
-                             const std::function<int(mca_coll_themis_module_t *, const void *,
-                                                     void *)> &previous) {
+int reduce_scatter_on_device(
+    const void *sbuf, void *rbuf, const std::vector<int> &counts, ompi_datatype_t *dtype,
+    ompi_op_t *op, ompi_communicator_t *comm, mca_coll_base_module_t *module, int collective,
+    const char *name, const char *unsupported, bool set_up,
+    const std::function<int(mca_coll_themis_module_t *, const void *, void *)> &previous) {
     return run_or_delegate(
         module, comm, collective, name, unsupported,
         [&](Context &ctx) { reduce_scatter_device(ctx, sbuf, rbuf, counts, dtype, op); },
@@ -168,8 +167,7 @@ const char *unsupported_for(ompi_datatype_t *dtype, ompi_op_t *op, size_t elemen
 } // namespace
 
 extern "C" int mca_coll_themis_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
-                                              struct ompi_datatype_t *dtype,
-                                              struct ompi_op_t *op,
+                                              struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                               struct ompi_communicator_t *comm,
                                               mca_coll_base_module_t *module) {
     const std::vector<int> counts(rcounts, rcounts + ompi_comm_size(comm));
@@ -249,33 +247,29 @@ int ireduce_scatter(const void *sbuf, void *rbuf, const std::vector<int> &counts
 } // namespace
 
 extern "C" int mca_coll_themis_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
-                                               struct ompi_datatype_t *dtype,
-                                               struct ompi_op_t *op,
+                                               struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                                struct ompi_communicator_t *comm,
                                                ompi_request_t **request,
                                                mca_coll_base_module_t *module) {
-    return ireduce_scatter(
-        sbuf, rbuf, std::vector<int>(rcounts, rcounts + ompi_comm_size(comm)), dtype, op, comm,
-        request, module, THEMIS_COLL_IREDUCE_SCATTER, "MPI_Ireduce_scatter",
-        [&](mca_coll_themis_module_t *m) {
-            return m->previous_ireduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, request,
-                                               m->previous_ireduce_scatter_module);
-        });
+    return ireduce_scatter(sbuf, rbuf, std::vector<int>(rcounts, rcounts + ompi_comm_size(comm)),
+                           dtype, op, comm, request, module, THEMIS_COLL_IREDUCE_SCATTER,
+                           "MPI_Ireduce_scatter", [&](mca_coll_themis_module_t *m) {
+                               return m->previous_ireduce_scatter(
+                                   sbuf, rbuf, rcounts, dtype, op, comm, request,
+                                   m->previous_ireduce_scatter_module);
+                           });
 }
 
-extern "C" int mca_coll_themis_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
-                                                     struct ompi_datatype_t *dtype,
-                                                     struct ompi_op_t *op,
-                                                     struct ompi_communicator_t *comm,
-                                                     ompi_request_t **request,
-                                                     mca_coll_base_module_t *module) {
-    return ireduce_scatter(
-        sbuf, rbuf, std::vector<int>(ompi_comm_size(comm), rcount), dtype, op, comm, request,
-        module, THEMIS_COLL_IREDUCE_SCATTER_BLOCK, "MPI_Ireduce_scatter_block",
-        [&](mca_coll_themis_module_t *m) {
-            return m->previous_ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request,
-                                                     m->previous_ireduce_scatter_block_module);
-        });
+extern "C" int mca_coll_themis_ireduce_scatter_block(
+    const void *sbuf, void *rbuf, int rcount, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+    struct ompi_communicator_t *comm, ompi_request_t **request, mca_coll_base_module_t *module) {
+    return ireduce_scatter(sbuf, rbuf, std::vector<int>(ompi_comm_size(comm), rcount), dtype, op,
+                           comm, request, module, THEMIS_COLL_IREDUCE_SCATTER_BLOCK,
+                           "MPI_Ireduce_scatter_block", [&](mca_coll_themis_module_t *m) {
+                               return m->previous_ireduce_scatter_block(
+                                   sbuf, rbuf, rcount, dtype, op, comm, request,
+                                   m->previous_ireduce_scatter_block_module);
+                           });
 }
 
 namespace {
@@ -309,14 +303,11 @@ int reduce_scatter_init(const void *sbuf, void *rbuf, const std::vector<int> &co
 
 } // namespace
 
-extern "C" int mca_coll_themis_reduce_scatter_init(const void *sbuf, void *rbuf,
-                                                   const int *rcounts,
-                                                   struct ompi_datatype_t *dtype,
-                                                   struct ompi_op_t *op,
-                                                   struct ompi_communicator_t *comm,
-                                                   struct ompi_info_t *info,
-                                                   ompi_request_t **request,
-                                                   mca_coll_base_module_t *module) {
+extern "C" int
+mca_coll_themis_reduce_scatter_init(const void *sbuf, void *rbuf, const int *rcounts,
+                                    struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                    struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                                    ompi_request_t **request, mca_coll_base_module_t *module) {
     return reduce_scatter_init(
         sbuf, rbuf, std::vector<int>(rcounts, rcounts + ompi_comm_size(comm)), dtype, op, comm,
         request, module, THEMIS_COLL_REDUCE_SCATTER_INIT, "MPIX_Reduce_scatter_init",
@@ -326,20 +317,15 @@ extern "C" int mca_coll_themis_reduce_scatter_init(const void *sbuf, void *rbuf,
         });
 }
 
-extern "C" int mca_coll_themis_reduce_scatter_block_init(const void *sbuf, void *rbuf,
-                                                         int rcount,
-                                                         struct ompi_datatype_t *dtype,
-                                                         struct ompi_op_t *op,
-                                                         struct ompi_communicator_t *comm,
-                                                         struct ompi_info_t *info,
-                                                         ompi_request_t **request,
-                                                         mca_coll_base_module_t *module) {
-    return reduce_scatter_init(
-        sbuf, rbuf, std::vector<int>(ompi_comm_size(comm), rcount), dtype, op, comm, request,
-        module, THEMIS_COLL_REDUCE_SCATTER_BLOCK_INIT, "MPIX_Reduce_scatter_block_init",
-        [&](mca_coll_themis_module_t *m) {
-            return m->previous_reduce_scatter_block_init(
-                sbuf, rbuf, rcount, dtype, op, comm, info, request,
-                m->previous_reduce_scatter_block_init_module);
-        });
+extern "C" int mca_coll_themis_reduce_scatter_block_init(
+    const void *sbuf, void *rbuf, int rcount, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+    struct ompi_communicator_t *comm, struct ompi_info_t *info, ompi_request_t **request,
+    mca_coll_base_module_t *module) {
+    return reduce_scatter_init(sbuf, rbuf, std::vector<int>(ompi_comm_size(comm), rcount), dtype,
+                               op, comm, request, module, THEMIS_COLL_REDUCE_SCATTER_BLOCK_INIT,
+                               "MPIX_Reduce_scatter_block_init", [&](mca_coll_themis_module_t *m) {
+                                   return m->previous_reduce_scatter_block_init(
+                                       sbuf, rbuf, rcount, dtype, op, comm, info, request,
+                                       m->previous_reduce_scatter_block_init_module);
+                               });
 }

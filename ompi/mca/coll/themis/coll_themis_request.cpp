@@ -125,7 +125,8 @@ int start_persistent(size_t count, ompi_request_t **requests) {
         try {
             track(request, starters().at(request)());
         } catch (const std::exception &e) {
-            request->req_status.MPI_ERROR = report_failure("MPI_Start of a persistent collective", e);
+            request->req_status.MPI_ERROR =
+                report_failure("MPI_Start of a persistent collective", e);
             ompi_request_complete(request, true);
         }
     }

@@ -48,8 +48,7 @@ int PmlTransport::peer_rank(int dim, int peer) const {
 int PmlTransport::wire_tag(int dim, int tag) { return (dim << kTagBits) | tag; }
 
 // Posts one PML operation per part of at most part_bytes; post(offset, bytes, &req).
-template <typename Post>
-Transport::Request post_parts(size_t bytes, size_t part_bytes, Post post) {
+template <typename Post> Transport::Request post_parts(size_t bytes, size_t part_bytes, Post post) {
     auto *req = new PmlRequest;
     size_t off = 0;
     do {

@@ -26,8 +26,8 @@ int progress_ucx() {
     return static_cast<int>(process_ucx.worker->progress());
 }
 
-template <typename T> std::vector<T> allgather(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
-                                               const T *mine, int count) {
+template <typename T> std::vector<T>
+allgather(mca_coll_themis_module_t *m, ompi_communicator_t *comm, const T *mine, int count) {
     std::vector<T> all(static_cast<size_t>(count) * ompi_comm_size(comm));
     int rc = m->previous_allgather(mine, count * int(sizeof(T)), &ompi_mpi_byte.dt, all.data(),
                                    count * int(sizeof(T)), &ompi_mpi_byte.dt, comm,

@@ -13,7 +13,8 @@ StreamCopier::~StreamCopier() {
 
 void StreamCopier::copy(Direction dir, void *dst, const void *src, size_t bytes) {
     if (!bytes) return;
-    check(drv().cuMemcpyAsync(dptr(dst), dptr(src), bytes, stream_[dir]), "cuMemcpyAsync (staging)");
+    check(drv().cuMemcpyAsync(dptr(dst), dptr(src), bytes, stream_[dir]),
+          "cuMemcpyAsync (staging)");
     dirty_[dir] = true;
 }
 

@@ -22,7 +22,8 @@ constexpr unsigned long long kMaxBlocks = 8192;
 Device::Device() {
     // Blocking streams (not CU_STREAM_NON_BLOCKING): they wait for work the application
     // left on the legacy default stream, the friendly behaviour for MPI callers.
-    for (CUstream &s : streams_) check(drv().cuStreamCreate(&s, CU_STREAM_DEFAULT), "cuStreamCreate");
+    for (CUstream &s : streams_)
+        check(drv().cuStreamCreate(&s, CU_STREAM_DEFAULT), "cuStreamCreate");
     copier_ = std::make_unique<StreamCopier>(streams_[0], streams_[1]);
     memory_ = std::make_unique<DeviceMemory>(kDeviceCacheLimit, work());
 }
@@ -30,8 +31,8 @@ Device::Device() {
 Device::~Device() {
     copier_.reset();
     memory_.reset();
-    if (module_) (void) drv().cuModuleUnload(module_);
-    for (CUstream s : streams_) (void) drv().cuStreamDestroy(s);
+    if (module_) (void)drv().cuModuleUnload(module_);
+    for (CUstream s : streams_) (void)drv().cuStreamDestroy(s);
 }
 
 CUfunction Device::kernel(int op, int type) {
@@ -43,10 +44,10 @@ void Device::reduce(CUfunction kernel, void *dst, const void *src, size_t elemen
     CUdeviceptr d = dptr(dst), s = dptr(src);
     unsigned long long n = elements;
     void *args[] = {&d, &s, &n};
-    const unsigned long long blocks =
-        std::min<unsigned long long>((n + THEMIS_REDUCE_THREADS - 1) / THEMIS_REDUCE_THREADS, kMaxBlocks);
-    check(drv().cuLaunchKernel(kernel, static_cast<unsigned>(blocks), 1, 1, THEMIS_REDUCE_THREADS, 1, 1, 0,
-                               work(), args, nullptr),
+    const unsigned long long blocks = std::min<unsigned long long>(
+        (n + THEMIS_REDUCE_THREADS - 1) / THEMIS_REDUCE_THREADS, kMaxBlocks);
+    check(drv().cuLaunchKernel(kernel, static_cast<unsigned>(blocks), 1, 1, THEMIS_REDUCE_THREADS,
+                               1, 1, 0, work(), args, nullptr),
           "cuLaunchKernel (reduction)");
     check(drv().cuStreamSynchronize(work()), "cuStreamSynchronize (reduction)");
 }
@@ -72,10 +73,11 @@ std::string Device::find_kernels() {
     }
     for (int op = 0; op < THEMIS_REDUCE_OPS; ++op)
         for (int t = 0; t < THEMIS_REDUCE_TYPES; ++t) {
-            const std::string name = std::string("themis_reduce_") + themis_reduce_op_name(op) + "_" +
-                                     themis_reduce_type_name(t);
-            if (drv().cuModuleGetFunction(&functions_[op][t], module_, name.c_str()) != CUDA_SUCCESS) {
-                (void) drv().cuModuleUnload(module_);
+            const std::string name = std::string("themis_reduce_") + themis_reduce_op_name(op) +
+                                     "_" + themis_reduce_type_name(t);
+            if (drv().cuModuleGetFunction(&functions_[op][t], module_, name.c_str()) !=
+                CUDA_SUCCESS) {
+                (void)drv().cuModuleUnload(module_);
                 module_ = nullptr;
                 return "kernel " + name + " missing";
             }

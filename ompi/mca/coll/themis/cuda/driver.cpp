@@ -25,24 +25,25 @@ const Driver *load_driver() {
     // A path loads exactly that file, even where another libcuda.so.1 is already in the
     // process (the tests' emulated driver beside a real one; dlopen by soname would
     // return the library already loaded under that name).
-    const char *name = params().cuda_driver && params().cuda_driver[0] ? params().cuda_driver
-                                                                       : "libcuda.so.1";
+    const char *name =
+        params().cuda_driver && params().cuda_driver[0] ? params().cuda_driver : "libcuda.so.1";
     void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
         opal_output_verbose(1, params().output,
-                            "coll:themis: no CUDA driver (%s): every buffer is host memory", dlerror());
+                            "coll:themis: no CUDA driver (%s): every buffer is host memory",
+                            dlerror());
         return nullptr;
     }
     fake_driver = dlsym(lib, "themis_fake_cuda_counters") != nullptr;
     static Driver d;
     std::string missing;
-#define THEMIS_CU_LOAD(fn)                                                                       \
-    d.fn = reinterpret_cast<decltype(d.fn)>(dlsym(lib, THEMIS_CU_NAME(fn)));                     \
+#define THEMIS_CU_LOAD(fn)                                                                         \
+    d.fn = reinterpret_cast<decltype(d.fn)>(dlsym(lib, THEMIS_CU_NAME(fn)));                       \
     if (!d.fn) missing += std::string(missing.empty() ? "" : ", ") + THEMIS_CU_NAME(fn);
     THEMIS_CU_FUNCTIONS(THEMIS_CU_LOAD)
 #undef THEMIS_CU_LOAD
     // Optional: without them (an old driver) there is no device-direct node dimension.
-#define THEMIS_CU_LOAD_OPTIONAL(fn)                                                              \
+#define THEMIS_CU_LOAD_OPTIONAL(fn)                                                                \
     d.fn = reinterpret_cast<decltype(d.fn)>(dlsym(lib, THEMIS_CU_NAME(fn)));
     THEMIS_CU_IPC_FUNCTIONS(THEMIS_CU_LOAD_OPTIONAL)
 #undef THEMIS_CU_LOAD_OPTIONAL

@@ -27,15 +27,33 @@ namespace cuda {
 #define THEMIS_CU_NAME(x) THEMIS_CU_NAME2(x)
 
 // Needed: without any of these the driver is not used at all.
-#define THEMIS_CU_FUNCTIONS(X)                                                                   \
-    X(cuGetErrorString) X(cuPointerGetAttributes) X(cuCtxGetCurrent) X(cuCtxSetCurrent)        \
-    X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuEventCreate)                \
-    X(cuEventRecord) X(cuEventQuery) X(cuEventDestroy) X(cuMemAlloc) X(cuMemFree)               \
-    X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemcpyAsync) X(cuModuleLoadData) X(cuModuleUnload)   \
-    X(cuModuleGetFunction) X(cuLaunchKernel)
+#define THEMIS_CU_FUNCTIONS(X)                                                                     \
+    X(cuGetErrorString)                                                                            \
+    X(cuPointerGetAttributes)                                                                      \
+    X(cuCtxGetCurrent)                                                                             \
+    X(cuCtxSetCurrent)                                                                             \
+    X(cuStreamCreate)                                                                              \
+    X(cuStreamDestroy)                                                                             \
+    X(cuStreamSynchronize)                                                                         \
+    X(cuEventCreate)                                                                               \
+    X(cuEventRecord)                                                                               \
+    X(cuEventQuery)                                                                                \
+    X(cuEventDestroy)                                                                              \
+    X(cuMemAlloc)                                                                                  \
+    X(cuMemFree)                                                                                   \
+    X(cuMemHostAlloc)                                                                              \
+    X(cuMemFreeHost)                                                                               \
+    X(cuMemcpyAsync)                                                                               \
+    X(cuModuleLoadData)                                                                            \
+    X(cuModuleUnload)                                                                              \
+    X(cuModuleGetFunction)                                                                         \
+    X(cuLaunchKernel)
 // Optional (nullptr where missing): the device-direct node dimension (CUDA IPC).
-#define THEMIS_CU_IPC_FUNCTIONS(X)                                                               \
-    X(cuIpcGetMemHandle) X(cuIpcOpenMemHandle) X(cuIpcCloseMemHandle) X(cuMemGetAddressRange)
+#define THEMIS_CU_IPC_FUNCTIONS(X)                                                                 \
+    X(cuIpcGetMemHandle)                                                                           \
+    X(cuIpcOpenMemHandle)                                                                          \
+    X(cuIpcCloseMemHandle)                                                                         \
+    X(cuMemGetAddressRange)
 
 struct Driver {
 #define THEMIS_CU_FN(fn) decltype(&::fn) fn = nullptr;

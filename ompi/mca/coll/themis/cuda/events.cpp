@@ -7,7 +7,7 @@ namespace themis {
 namespace cuda {
 
 EventPool::~EventPool() {
-    for (CUevent e : spare_) (void) drv().cuEventDestroy(e);
+    for (CUevent e : spare_) (void)drv().cuEventDestroy(e);
 }
 
 CUevent EventPool::take(const char *what) {

@@ -13,7 +13,7 @@ namespace {
 
 size_t limit() { return size_t(std::max(1, mca_coll_themis_component.cuda_ipc_cache)); }
 
-void close(Mapping &m) { (void) drv().cuIpcCloseMemHandle(m.base); }
+void close(Mapping &m) { (void)drv().cuIpcCloseMemHandle(m.base); }
 
 IpcCache *cache = nullptr;
 
@@ -109,8 +109,7 @@ void close_ipc_cache() {
     if (!cache) return;
     try {
         cache->clear();
-    } catch (...) {
-    }
+    } catch (...) {}
     delete cache;
     cache = nullptr;
 }

@@ -47,9 +47,8 @@ class IpcTransport : public Transport {
         // Every request has completed (the engine drains each call); "done" messages may
         // still be on their way out (channels_ waits for them).
         try {
-            (void) drv().cuStreamDestroy(stream_);
-        } catch (...) {
-        }
+            (void)drv().cuStreamDestroy(stream_);
+        } catch (...) {}
     }
 
     Request isend(int dim, int peer, const void *buf, size_t bytes, int tag) override {
@@ -102,18 +101,17 @@ class IpcTransport : public Transport {
         ~Req() {
             try {
                 if (temp) (temp_device ? device_memory() : pinned_memory()).release(temp, bytes);
-            } catch (...) {
-            }
+            } catch (...) {}
         }
         bool network = false;
-        Request inner = nullptr;     // network: the wrapped transport's request
-        char *temp = nullptr;        // device temporary (host send) or pinned bounce
+        Request inner = nullptr; // network: the wrapped transport's request
+        char *temp = nullptr;    // device temporary (host send) or pinned bounce
         bool temp_device = false;
-        Control out;                 // send: the "ready" descriptor
-        bool have_control = false;   // the peer's message for us has arrived
+        Control out;               // send: the "ready" descriptor
+        bool have_control = false; // the peer's message for us has arrived
         Control in;
-        Mapping *mapping = nullptr;  // receive: the peer's allocation while copying
-        CUevent copied = nullptr;    // receive: passes once the copy has landed
+        Mapping *mapping = nullptr; // receive: the peer's allocation while copying
+        CUevent copied = nullptr;   // receive: passes once the copy has landed
     };
 
     // The peer's control message of `kind` for r's (dim, peer, tag), once it is in.
@@ -132,7 +130,8 @@ class IpcTransport : public Transport {
             if (!r.have_control) r.have_control = take(r, kDone, r.in);
             if (!r.have_control) return false;
             if (r.in.status != 0)
-                throw std::runtime_error("CUDA IPC: the peer could not read this rank's device memory");
+                throw std::runtime_error(
+                    "CUDA IPC: the peer could not read this rank's device memory");
             return true;
         }
         if (!r.have_control) {

@@ -32,7 +32,8 @@ int kernel_type(ompi_datatype_t *dtype) {
     case OMPI_OP_BASE_TYPE_INT64_T: return THEMIS_REDUCE_I64;
     case OMPI_OP_BASE_TYPE_UINT64_T: return THEMIS_REDUCE_U64;
     case OMPI_OP_BASE_TYPE_LONG: return sizeof(long) == 8 ? THEMIS_REDUCE_I64 : THEMIS_REDUCE_I32;
-    case OMPI_OP_BASE_TYPE_UNSIGNED_LONG: return sizeof(long) == 8 ? THEMIS_REDUCE_U64 : THEMIS_REDUCE_U32;
+    case OMPI_OP_BASE_TYPE_UNSIGNED_LONG:
+        return sizeof(long) == 8 ? THEMIS_REDUCE_U64 : THEMIS_REDUCE_U32;
     case OMPI_OP_BASE_TYPE_FLOAT: return THEMIS_REDUCE_F32;
     case OMPI_OP_BASE_TYPE_DOUBLE: return THEMIS_REDUCE_F64;
     default: return -1;
@@ -50,7 +51,8 @@ std::optional<KernelChoice> choose_kernel(ompi_op_t *op, ompi_datatype_t *dtype,
     // 8- and 16-bit integer sums stay with Open MPI: its vectorised op component
     // saturates them (ompi issue 8045), and every rank, whatever its memory, must
     // compute what the host would.
-    if (kop == THEMIS_REDUCE_SUM && ktype >= THEMIS_REDUCE_I8 && ktype <= THEMIS_REDUCE_U16) return std::nullopt;
+    if (kop == THEMIS_REDUCE_SUM && ktype >= THEMIS_REDUCE_I8 && ktype <= THEMIS_REDUCE_U16)
+        return std::nullopt;
     return KernelChoice{kop, ktype, kElementSize[ktype]};
 }
 

@@ -16,7 +16,7 @@ void *allocate_pinned(size_t bytes) {
     return p;
 }
 
-void free_pinned(void *buf) { (void) drv().cuMemFreeHost(buf); }
+void free_pinned(void *buf) { (void)drv().cuMemFreeHost(buf); }
 
 void *allocate_device(size_t bytes) {
     CUdeviceptr p = 0;
@@ -24,7 +24,7 @@ void *allocate_device(size_t bytes) {
     return reinterpret_cast<void *>(p);
 }
 
-void free_device(void *buf) { (void) drv().cuMemFree(dptr(buf)); }
+void free_device(void *buf) { (void)drv().cuMemFree(dptr(buf)); }
 
 } // namespace
 

@@ -54,7 +54,8 @@ Device &current_device() {
 }
 
 HostMemory &staging_memory() {
-    return pinned_pool(proc().staging, std::max<size_t>(mca_coll_themis_component.staging_bytes, 1));
+    return pinned_pool(proc().staging,
+                       std::max<size_t>(mca_coll_themis_component.staging_bytes, 1));
 }
 
 HostMemory &view_memory() { return pinned_pool(proc().views, kViewCacheLimit); }

@@ -44,7 +44,8 @@ template <typename T, typename Op>
 __device__ void reduce(T *__restrict__ dst, const T *__restrict__ src, unsigned long long n) {
     using A = Arith<T>;
     const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
-    for (unsigned long long i = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+    for (unsigned long long i =
+             static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x;
          i < n; i += stride)
         dst[i] = A::store(Op::apply(static_cast<typename A::type>(A::load(dst[i])),
                                     static_cast<typename A::type>(A::load(src[i]))));
@@ -52,16 +53,16 @@ __device__ void reduce(T *__restrict__ dst, const T *__restrict__ src, unsigned 
 
 } // namespace
 
-#define THEMIS_KERNEL(opname, Op, tname, T)                                                      \
-    extern "C" __global__ void __launch_bounds__(THEMIS_REDUCE_THREADS)                          \
-        themis_reduce_##opname##_##tname(T *dst, const T *src, unsigned long long n) {           \
-        reduce<T, Op>(dst, src, n);                                                              \
+#define THEMIS_KERNEL(opname, Op, tname, T)                                                        \
+    extern "C" __global__ void __launch_bounds__(THEMIS_REDUCE_THREADS)                            \
+        themis_reduce_##opname##_##tname(T *dst, const T *src, unsigned long long n) {             \
+        reduce<T, Op>(dst, src, n);                                                                \
     }
 
-#define THEMIS_KERNELS(tname, T)                                                                 \
-    THEMIS_KERNEL(sum, Sum, tname, T)                                                            \
-    THEMIS_KERNEL(prod, Prod, tname, T)                                                          \
-    THEMIS_KERNEL(min, Min, tname, T)                                                            \
+#define THEMIS_KERNELS(tname, T)                                                                   \
+    THEMIS_KERNEL(sum, Sum, tname, T)                                                              \
+    THEMIS_KERNEL(prod, Prod, tname, T)                                                            \
+    THEMIS_KERNEL(min, Min, tname, T)                                                              \
     THEMIS_KERNEL(max, Max, tname, T)
 
 THEMIS_KERNELS(f32, float)

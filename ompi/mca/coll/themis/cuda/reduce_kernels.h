@@ -19,27 +19,38 @@
 /* Threads per block the glue launches (the kernels are built for at most this many). */
 #define THEMIS_REDUCE_THREADS 256
 
-enum themis_reduce_op { THEMIS_REDUCE_SUM, THEMIS_REDUCE_PROD, THEMIS_REDUCE_MIN, THEMIS_REDUCE_MAX,
-                        THEMIS_REDUCE_OPS };
+enum themis_reduce_op {
+    THEMIS_REDUCE_SUM,
+    THEMIS_REDUCE_PROD,
+    THEMIS_REDUCE_MIN,
+    THEMIS_REDUCE_MAX,
+    THEMIS_REDUCE_OPS
+};
 
 enum themis_reduce_type {
-    THEMIS_REDUCE_F32, THEMIS_REDUCE_F64, THEMIS_REDUCE_F16, THEMIS_REDUCE_BF16,
-    THEMIS_REDUCE_I8, THEMIS_REDUCE_U8, THEMIS_REDUCE_I16, THEMIS_REDUCE_U16,
-    THEMIS_REDUCE_I32, THEMIS_REDUCE_U32, THEMIS_REDUCE_I64, THEMIS_REDUCE_U64,
+    THEMIS_REDUCE_F32,
+    THEMIS_REDUCE_F64,
+    THEMIS_REDUCE_F16,
+    THEMIS_REDUCE_BF16,
+    THEMIS_REDUCE_I8,
+    THEMIS_REDUCE_U8,
+    THEMIS_REDUCE_I16,
+    THEMIS_REDUCE_U16,
+    THEMIS_REDUCE_I32,
+    THEMIS_REDUCE_U32,
+    THEMIS_REDUCE_I64,
+    THEMIS_REDUCE_U64,
     THEMIS_REDUCE_TYPES
 };
 
-static inline const char *themis_reduce_op_name(int op)
-{
+static inline const char *themis_reduce_op_name(int op) {
     static const char *const names[THEMIS_REDUCE_OPS] = {"sum", "prod", "min", "max"};
     return op >= 0 && op < THEMIS_REDUCE_OPS ? names[op] : "?";
 }
 
-static inline const char *themis_reduce_type_name(int type)
-{
-    static const char *const names[THEMIS_REDUCE_TYPES] = {"f32", "f64", "f16", "bf16",
-                                                           "i8",  "u8",  "i16", "u16",
-                                                           "i32", "u32", "i64", "u64"};
+static inline const char *themis_reduce_type_name(int type) {
+    static const char *const names[THEMIS_REDUCE_TYPES] = {
+        "f32", "f64", "f16", "bf16", "i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64"};
     return type >= 0 && type < THEMIS_REDUCE_TYPES ? names[type] : "?";
 }
 
