@@ -56,15 +56,6 @@ uint64_t total_elements(const PlanRequest &req) {
     return sum;
 }
 
-// Mixed-radix position of `rank` with the chunk's RS order as digits, first most
-// significant: the blocks of every stage of the chunk are then contiguous.
-uint64_t rs_order_position(const Topology &topo, const std::vector<int> &order, int rank) {
-    uint64_t p = 0;
-    for (int d : order) p = p * topo.dim(d).peers + topo.coord(rank, d);
-    return p;
-}
-
-// Sorts the ranges and merges adjacent ones, in place (plans compile thousands of blocks).
 void coalesce(std::vector<ByteRange> &rs) {
     std::sort(rs.begin(), rs.end(),
               [](const ByteRange &a, const ByteRange &b) { return a.offset < b.offset; });
@@ -156,7 +147,15 @@ PieceLayout::PieceLayout(const Topology &topo, const PlanRequest &req,
                          const std::vector<ChunkSchedule> &schedule)
     : topo_(topo), req_(req), chunks_(schedule.size()) {
     if (req.collective == Collective::AllReduce) {
-        for (const ChunkSchedule &chunk : schedule) rs_orders_.push_back(rs_order(chunk));
+        const uint64_t count = req.block_counts.at(0);
+        const uint64_t n = static_cast<uint64_t>(topo.size());
+        for (size_t k = 0; k < schedule.size(); ++k) {
+            const uint64_t len = part_size(count, chunks_, k);
+            parts_.push_back(
+                {rs_order(schedule[k]), part_offset(count, chunks_, k), len / n, len % n});
+        }
+        for (int r = 0; r < topo.size(); ++r)
+            for (int d = 0; d < topo.num_dims(); ++d) coords_.push_back(topo.coord(r, d));
         return;
     }
     uint64_t packed = 0;
@@ -169,13 +168,15 @@ PieceLayout::PieceLayout(const Topology &topo, const PlanRequest &req,
 ByteRange PieceLayout::piece(int chunk, int rank) const {
     const uint64_t es = req_.element_size;
     if (req_.collective == Collective::AllReduce) {
-        // The chunk's part of the vector, cut into one piece per rank in RS order.
-        const uint64_t count = req_.block_counts.at(0);
-        const uint64_t start = part_offset(count, chunks_, chunk);
-        const uint64_t len = part_size(count, chunks_, chunk);
-        const uint64_t n = static_cast<uint64_t>(topo_.size());
-        const uint64_t p = rs_order_position(topo_, rs_orders_[chunk], rank);
-        return {(start + part_offset(len, n, p)) * es, part_size(len, n, p) * es};
+        // The chunk's part of the vector, cut into one piece per rank, ranks in the
+        // mixed-radix order of the chunk's RS order (first dimension most significant):
+        // the blocks of every stage of the chunk are then contiguous.
+        const ChunkPart &part = parts_[chunk];
+        const int *coord = &coords_[static_cast<size_t>(rank) * topo_.num_dims()];
+        uint64_t p = 0;
+        for (int d : part.rs_order) p = p * topo_.dim(d).peers + coord[d];
+        const uint64_t offset = p * part.base + std::min(p, part.extra);
+        return {(part.start + offset) * es, (part.base + (p < part.extra ? 1 : 0)) * es};
     }
     // The chunk's part of the rank's own block.
     const uint64_t count = req_.block_counts.at(rank);
@@ -210,6 +211,7 @@ Plan compile_plan(const Topology &topo, const PlanRequest &req) {
 
     const PieceLayout layout(topo, req, plan.schedule);
     std::vector<int> first_op(chunks);
+    plan.ops.reserve(chunks * plan.schedule.front().stages.size());
     std::vector<ByteRange> block; // one block's ranges, reused
     for (int k = 0; k < chunks; ++k) {
         first_op[k] = static_cast<int>(plan.ops.size());

@@ -121,8 +121,16 @@ class PieceLayout {
     const Topology &topo_;
     const PlanRequest &req_;
     uint64_t chunks_;
-    std::vector<std::vector<int>> rs_orders_; // All-Reduce: each chunk's RS order
-    std::vector<uint64_t> displs_;            // RS / AG: where each rank's block starts
+    // All-Reduce: each chunk's RS order and where its part of the vector lies, cut into
+    // pieces of `base` elements, the first `extra` pieces one more; every rank's
+    // coordinates (rank x dimension), so that a piece costs no division.
+    struct ChunkPart {
+        std::vector<int> rs_order;
+        uint64_t start, base, extra;
+    };
+    std::vector<ChunkPart> parts_;
+    std::vector<int> coords_;
+    std::vector<uint64_t> displs_; // RS / AG: where each rank's block starts
 };
 
 // Every piece: pieces[chunk][rank] (for checks; plans ask PieceLayout for what they need).
