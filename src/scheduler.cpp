@@ -97,12 +97,26 @@ std::vector<int> themis_order(const Topology &topo, const DimLoadTracker &tracke
 
 } // namespace
 
+std::vector<Stage> chunk_stages(const Topology &topo, Collective coll,
+                                const std::vector<int> &order, double bytes) {
+    std::vector<Stage> stages;
+    stages.reserve(2 * order.size());
+    if (coll == Collective::AllGather) {
+        append_stages(topo, Phase::AllGather, order, bytes / topo.size(), stages);
+        return stages;
+    }
+    const double reduced = append_stages(topo, Phase::ReduceScatter, order, bytes, stages);
+    if (coll == Collective::AllReduce)
+        append_stages(topo, Phase::AllGather, std::vector<int>(order.rbegin(), order.rend()),
+                      reduced, stages);
+    return stages;
+}
+
 std::vector<ChunkSchedule> schedule_chunks(const Topology &topo, Collective coll,
                                            const std::vector<double> &chunk_bytes,
                                            const SchedulerParams &params) {
     const std::vector<int> ascending = active_dims(topo);
     const std::vector<int> descending(ascending.rbegin(), ascending.rend());
-    const double n_total = topo.size();
     DimLoadTracker tracker(topo, params.load_model);
 
     std::vector<ChunkSchedule> out;
@@ -110,24 +124,14 @@ std::vector<ChunkSchedule> schedule_chunks(const Topology &topo, Collective coll
     for (double bytes : chunk_bytes) {
         ChunkSchedule chunk;
         chunk.bytes = bytes;
-        chunk.stages.reserve(2 * ascending.size());
         const bool themis = params.policy == Policy::Themis && !ascending.empty();
-        if (coll == Collective::AllGather) {
-            // A standalone AG starts from this rank's 1/N share; most loaded first.
-            std::vector<int> order =
-                themis ? themis_order(topo, tracker, descending, true, bytes, params.threshold)
-                       : descending;
-            append_stages(topo, Phase::AllGather, order, bytes / n_total, chunk.stages);
-        } else {
-            std::vector<int> order =
-                themis ? themis_order(topo, tracker, ascending, false, bytes, params.threshold)
-                       : ascending;
-            double reduced = append_stages(topo, Phase::ReduceScatter, order, bytes, chunk.stages);
-            if (coll == Collective::AllReduce)
-                append_stages(topo, Phase::AllGather,
-                              std::vector<int>(order.rbegin(), order.rend()), reduced,
-                              chunk.stages);
-        }
+        // A standalone AG goes most loaded first; RS (and All-Reduce) least loaded first.
+        const bool gather = coll == Collective::AllGather;
+        const std::vector<int> &baseline = gather ? descending : ascending;
+        const std::vector<int> order =
+            themis ? themis_order(topo, tracker, baseline, gather, bytes, params.threshold)
+                   : baseline;
+        chunk.stages = chunk_stages(topo, coll, order, bytes);
         // The tracker charges RS stages (an All-Reduce's AG half mirrors them) or, for a
         // standalone AG, its AG stages.
         for (const Stage &s : chunk.stages)

@@ -60,6 +60,12 @@ struct ChunkSchedule {
 // Splitter: `chunks` pieces of total/chunks bytes, the last taking the remainder.
 std::vector<double> split_bytes(double total, int chunks);
 
+// The stages of a chunk of `bytes` (as ChunkSchedule::bytes) that takes `order`: its RS
+// order (an All-Reduce's AG stages run it backwards), or a standalone AG's gather order,
+// from this rank's 1/N share.
+std::vector<Stage> chunk_stages(const Topology &topo, Collective coll,
+                                const std::vector<int> &order, double bytes);
+
 std::vector<ChunkSchedule> schedule_chunks(const Topology &topo, Collective coll,
                                            const std::vector<double> &chunk_bytes,
                                            const SchedulerParams &params);

@@ -13,26 +13,13 @@ namespace themis::sim {
 
 namespace {
 
-// Seconds each dimension is busy per byte of the collective when every chunk takes
-// `order`: the RS stages (All-Reduce: and the AG stages mirroring them), or the AG stages
-// of a standalone All-Gather, which starts from each rank's 1/N share.
+// Seconds each dimension is busy per byte of the collective when every chunk takes `order`.
 std::vector<double> busy_per_byte(const Topology &topo, Collective coll,
                                   const std::vector<int> &order) {
     std::vector<double> busy(topo.num_dims(), 0.0);
-    auto run = [&](Phase phase, const std::vector<int> &dims, double input) {
-        for (int d : dims) {
-            busy[d] += stage_bytes_sent(topo.dim(d), phase, input) / topo.dim(d).bandwidth;
-            input = stage_output_bytes(topo.dim(d), phase, input);
-        }
-        return input;
-    };
-    if (coll == Collective::AllGather) {
-        run(Phase::AllGather, order, 1.0 / topo.size());
-        return busy;
-    }
-    const double reduced = run(Phase::ReduceScatter, order, 1.0);
-    if (coll == Collective::AllReduce)
-        run(Phase::AllGather, std::vector<int>(order.rbegin(), order.rend()), reduced);
+    for (const Stage &s : chunk_stages(topo, coll, order, 1.0))
+        busy[s.dim] +=
+            stage_bytes_sent(topo.dim(s.dim), s.phase, s.input_bytes) / topo.dim(s.dim).bandwidth;
     return busy;
 }
 
