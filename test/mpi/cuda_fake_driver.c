@@ -21,8 +21,12 @@
  *                  owner's pid and descriptor in the handle, cuIpcOpenMemHandle maps
  *                  /proc/<pid>/fd/<fd> into the opener (PROT_NONE alias again), so
  *                  processes of one machine share "device" memory as they would
- *                  through the real driver; opening one handle twice in a process
- *                  fails (CUDA_ERROR_ALREADY_MAPPED), as it does there.
+ *                  through the real driver. A freed allocation's memfd is emptied
+ *                  and kept for the next allocation, as the driver reuses freed
+ *                  memory: opening a handle whose memory this process already maps
+ *                  (the same allocation twice, or a new allocation in the memory of
+ *                  a freed one still open here) fails with CUDA_ERROR_ALREADY_MAPPED,
+ *                  as it does there.
  *
  * Only what coll/themis and test/mpi/cuda_check.c call is here, single-threaded. */
 #define _GNU_SOURCE
@@ -72,6 +76,8 @@ static __thread CUcontext current;
 static unsigned long long counters[4]; /* launches, async copies, sync copies, allocations */
 static unsigned long long ipc_counters[3]; /* handles exported, opened, closed */
 static unsigned long long next_id = 1;
+static int free_fds[64]; /* memfds of freed allocations, emptied, for the next ones */
+static size_t n_free_fds;
 
 EXPORT void themis_fake_cuda_counters(unsigned long long out[4])
 {
@@ -298,7 +304,7 @@ EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes)
     if (!current) return CUDA_ERROR_INVALID_CONTEXT;
     const size_t page = (size_t) sysconf(_SC_PAGESIZE);
     const size_t size = (bytes + page - 1) / page * page;
-    int fd = memfd_create("fake-cuda", 0);
+    int fd = n_free_fds ? free_fds[--n_free_fds] : memfd_create("fake-cuda", 0);
     if (fd < 0 || ftruncate(fd, (off_t) size) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
     const char *visible = getenv("FAKE_CUDA_HOST_VISIBLE");
     const int prot = visible && *visible == '1' ? PROT_READ | PROT_WRITE : PROT_NONE;
@@ -321,7 +327,10 @@ EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
     if (!a || a->pinned || a->opened || a->dev != (char *) p) return CUDA_ERROR_INVALID_VALUE;
     munmap(a->dev, a->size);
     munmap(a->priv, a->size);
-    close(a->fd);
+    if (n_free_fds < sizeof free_fds / sizeof free_fds[0] && ftruncate(a->fd, 0) == 0)
+        free_fds[n_free_fds++] = a->fd;
+    else
+        close(a->fd);
     drop(a);
     return CUDA_SUCCESS;
 }
@@ -501,7 +510,7 @@ EXPORT CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *p, CUipcMemHandle h, unsigned
     if (f.magic != FAKE_HANDLE_MAGIC) return CUDA_ERROR_INVALID_HANDLE;
     if (f.pid == getpid()) return CUDA_ERROR_INVALID_CONTEXT; /* as the real driver */
     for (size_t i = 0; i < n_allocs; ++i)
-        if (allocs[i].opened && allocs[i].owner == f.pid && allocs[i].id == f.id)
+        if (allocs[i].opened && allocs[i].owner == f.pid && allocs[i].owner_fd == f.fd)
             return CUDA_ERROR_ALREADY_MAPPED;
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/fd/%d", (int) f.pid, f.fd);

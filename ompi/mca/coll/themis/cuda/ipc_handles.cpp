@@ -43,12 +43,20 @@ Export IpcCache::exported(const void *p, uint64_t &offset) {
 Mapping *IpcCache::open(int pid, const Export &e) {
     const PeerKey key{pid, e.base, e.id};
     if (Mapping *m = reuse(key)) return m;
-    close_replaced(pid, e.base);
+    close_unused(pid, e.base);
     trim(limit() - 1);
     Mapping m;
     m.key = key;
-    check(drv().cuIpcOpenMemHandle(&m.base, e.handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
-          "cuIpcOpenMemHandle");
+    CUresult r = drv().cuIpcOpenMemHandle(&m.base, e.handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    if (r == CUDA_ERROR_ALREADY_MAPPED) {
+        // The driver maps a piece of memory once per process: the peer freed an
+        // allocation we still hold open and its memory now backs this new one (at another
+        // address). Our mappings of that peer that no copy reads are either such dead
+        // allocations or cheap to open again.
+        close_unused(pid, kAnyBase);
+        r = drv().cuIpcOpenMemHandle(&m.base, e.handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    }
+    check(r, "cuIpcOpenMemHandle");
     m.users = 1;
     lru_.push_front(m);
     return &lru_.front();
@@ -65,11 +73,14 @@ Mapping *IpcCache::reuse(const PeerKey &key) {
     return nullptr;
 }
 
-// The exporter freed an allocation at that address and made a new one: the old mapping
-// would only keep dead memory alive.
-void IpcCache::close_replaced(int pid, uint64_t base) {
+// Closes the mappings of `pid`'s allocations at `base` (kAnyBase: at any address) that no
+// copy reads. At one base: the exporter freed the allocation there and made a new one, so
+// the old mapping would only keep dead memory alive.
+void IpcCache::close_unused(int pid, uint64_t base) {
     for (auto it = lru_.begin(); it != lru_.end();) {
-        if (std::get<0>(it->key) == pid && std::get<1>(it->key) == base && it->users == 0) {
+        const bool match =
+            std::get<0>(it->key) == pid && (base == kAnyBase || std::get<1>(it->key) == base);
+        if (match && it->users == 0) {
             close(*it);
             it = lru_.erase(it);
         } else {

@@ -51,7 +51,8 @@ class IpcCache {
     std::map<uint64_t, Export> exports_;
 
     Mapping *reuse(const PeerKey &key);
-    void close_replaced(int pid, uint64_t base);
+    static constexpr uint64_t kAnyBase = ~uint64_t(0);
+    void close_unused(int pid, uint64_t base);
     void trim(size_t n);
 };
 
