@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <stdexcept>
 #include <vector>
 
@@ -20,21 +21,27 @@ struct Outstanding {
     bool freed; // MPI_Request_free came first: release the request when done
 };
 
-// Every call in flight in this process, in start order (Open MPI's progress loop is
-// single-threaded here: themis does not run under MPI_THREAD_MULTIPLE progress threads).
+// Every call in flight in this process, in start order. Under MPI_THREAD_MULTIPLE every
+// thread that waits runs Open MPI's progress loop, and threads start calls at once: the
+// list is touched only under calls_mutex.
+std::mutex calls_mutex;
 std::vector<Outstanding> &outstanding() {
     static std::vector<Outstanding> calls;
     return calls;
 }
 
-// Persistent requests and what starts each of their runs.
+// Persistent requests and what starts each of their runs (under starters_mutex).
+std::mutex starters_mutex;
 std::map<ompi_request_t *, Starter> &starters() {
     static std::map<ompi_request_t *, Starter> all;
     return all;
 }
 
 void release(ompi_request_t *request) {
-    starters().erase(request);
+    {
+        std::lock_guard<std::mutex> lock(starters_mutex);
+        starters().erase(request);
+    }
     OMPI_REQUEST_FINI(request);
     OBJ_RELEASE(request);
 }
@@ -43,6 +50,7 @@ void release(ompi_request_t *request) {
 // runs to its end, and the request goes with it.
 int free_request(ompi_request_t **request) {
     if (!REQUEST_COMPLETE(*request)) {
+        std::lock_guard<std::mutex> lock(calls_mutex);
         for (Outstanding &o : outstanding())
             if (o.request == *request) o.freed = true;
     } else {
@@ -62,10 +70,13 @@ void complete(Outstanding &o, int rc) {
 }
 
 // The progress callback. Stages test their messages without re-entering the progress
-// loop, but a nested call (a finish that polls it) must not walk the list twice.
+// loop, but a nested call (a finish that polls it) must not walk the list twice; one
+// thread walks it at a time, the others' progress returns at once.
 int progress_calls() {
-    static bool inside = false;
-    if (inside || outstanding().empty()) return 0;
+    thread_local bool inside = false;
+    if (inside) return 0;
+    std::unique_lock<std::mutex> lock(calls_mutex, std::try_to_lock);
+    if (!lock.owns_lock() || outstanding().empty()) return 0;
     inside = true;
     int completed = 0;
     auto &calls = outstanding();
@@ -107,6 +118,7 @@ bool registered = false; // the progress callback, from the first call to compon
 
 // Hands a started call to the progress loop; it completes `request`.
 void track(ompi_request_t *request, std::unique_ptr<PendingCall> call) {
+    std::lock_guard<std::mutex> lock(calls_mutex);
     // Registered once: an idle callback costs one test.
     if (!registered) {
         opal_progress_register(progress_calls);
@@ -123,7 +135,12 @@ int start_persistent(size_t count, ompi_request_t **requests) {
         request->req_complete = REQUEST_PENDING;
         std::memset(&request->req_status, 0, sizeof request->req_status);
         try {
-            track(request, starters().at(request)());
+            Starter start;
+            {
+                std::lock_guard<std::mutex> lock(starters_mutex);
+                start = starters().at(request);
+            }
+            track(request, start());
         } catch (const std::exception &e) {
             request->req_status.MPI_ERROR =
                 report_failure("MPI_Start of a persistent collective", e);
@@ -144,6 +161,7 @@ int start_request(std::unique_ptr<PendingCall> call, ompi_request_t **request) {
 int persistent_request(Starter start, ompi_request_t **request) {
     *request = new_request(true);
     (*request)->req_start = start_persistent;
+    std::lock_guard<std::mutex> lock(starters_mutex);
     starters()[*request] = std::move(start);
     return OMPI_SUCCESS;
 }
