@@ -589,7 +589,29 @@ static void from_device(void *host, const void *dev, size_t bytes)
 {
     check_cu(cu.DtoH(host, (CUdeviceptr) dev, bytes), "cuMemcpyDtoH");
 }
+/* --mem device: what a call that copies its buffers to the host and back pays beyond the
+ * host call, one device-to-host plus one host-to-device copy of `bytes` through pinned
+ * memory, every rank at once; the slowest rank's mean over `iters` pairs, in seconds. */
+static double copy_pair_seconds(const struct call *c, size_t bytes, int iters, MPI_Comm ctl)
+{
+    void *pinned;
+    check_cu(cu.HostAlloc(&pinned, bytes, 0), "cuMemHostAlloc");
+    MPI_Barrier(ctl);
+    const double t0 = MPI_Wtime();
+    for (int i = 0; i < iters; ++i) {
+        check_cu(cu.DtoH(pinned, (CUdeviceptr) c->dev_sbuf, bytes), "cuMemcpyDtoH");
+        check_cu(cu.HtoD((CUdeviceptr) c->dev_rbuf, pinned, bytes), "cuMemcpyHtoD");
+    }
+    double t = (MPI_Wtime() - t0) / iters;
+    MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, ctl);
+    cu.FreeHost(pinned);
+    return t;
+}
 #else
+static double copy_pair_seconds(const struct call *c, size_t bytes, int iters, MPI_Comm ctl)
+{
+    return (void) c, (void) bytes, (void) iters, (void) ctl, 0.0;
+}
 static void device_init(void)
 {
     die("--mem device: this themis-bench was built without CUDA (configure --with-cuda)");
@@ -1268,6 +1290,12 @@ static long bench_collective(const struct options *o, enum coll c, MPI_Comm ctl,
             if (o->validate) total_errors += all_errors[k];
         }
         report(o, res);
+        if (o->device && !o->nb) { /* every rank copies; rank 0 prints */
+            const double pair = copy_pair_seconds(&calls[0], call_bytes, iters, ctl);
+            if (world_rank == 0)
+                printf("%12s  # copy pair: D2H + H2D of %zu B through pinned memory, all ranks at "
+                       "once: %.1f us\n", "", call_bytes, pair * 1e6);
+        }
         if (bytes > o->max_bytes / 2) break; /* no overflow on doubling */
     }
     free(rcounts);

@@ -35,6 +35,8 @@ int cuda_driver_load(char *why, size_t len)
         {offsetof(struct cuda_driver, MemFree), "cuMemFree_v2"},
         {offsetof(struct cuda_driver, HtoD), "cuMemcpyHtoD_v2"},
         {offsetof(struct cuda_driver, DtoH), "cuMemcpyDtoH_v2"},
+        {offsetof(struct cuda_driver, HostAlloc), "cuMemHostAlloc"},
+        {offsetof(struct cuda_driver, FreeHost), "cuMemFreeHost"},
         {offsetof(struct cuda_driver, GetErrorString), "cuGetErrorString"},
     };
     for (size_t i = 0; i < sizeof symbols / sizeof symbols[0]; ++i) {

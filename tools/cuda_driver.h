@@ -19,6 +19,8 @@ struct cuda_driver {
     CUresult (*MemFree)(CUdeviceptr);
     CUresult (*HtoD)(CUdeviceptr, const void *, size_t);
     CUresult (*DtoH)(void *, CUdeviceptr, size_t);
+    CUresult (*HostAlloc)(void **, size_t, unsigned int);
+    CUresult (*FreeHost)(void *);
     CUresult (*GetErrorString)(CUresult, const char **);
 };
 
