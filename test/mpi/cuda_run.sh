@@ -142,6 +142,18 @@ fake)
     --expect "device-direct" \
     -- -m 256K:1M -i 2 -x 1 -c --mem device --collective allreduce,reduce_scatter_block,allgather \
     --impl themis,themis_baseline --peers 2,2
+  # Device-direct communicators plan their chunk count unless coll_themis_chunks is given
+  # (a CUDA IPC message is a rendezvous: 128 chunks are latency-bound there): the default
+  # plans what chunks=0 (auto) plans; an explicit 128 gives 16 MiB / 256 KiB = 64 chunks.
+  for c in default 0 128; do
+    chunks=(); [ $c = default ] || chunks=(--mca coll_themis_chunks $c)
+    run fake_ipc_chunks_$c 4 "${L[@]}" --mca coll_themis_dims 2x2:bw=1600Gbps,1600Gbps:lat=16us,16us "${chunks[@]}" --bench bench_themis \
+      --colls allreduce --verbose 5 --expect "rank 0: allreduce 16777216 B: [0-9]+ chunks" \
+      -- -m 16M:16M -i 1 -x 1 -c --mem device --collective allreduce --impl themis --peers 2,2
+  done
+  planned() { grep -Eo "rank 0: allreduce 16777216 B: [0-9]+ chunks" "$BUILDDIR/test/mpi/logs/cuda_fake_ipc_chunks_$1.log" | head -1; }
+  [ "$(planned default)" = "$(planned 0)" ] || die "default device-direct plan: $(planned default), auto: $(planned 0)"
+  [ "$(planned 128)" = "rank 0: allreduce 16777216 B: 64 chunks" ] || die "chunks=128 gave $(planned 128)"
   run fake_bench_2x2 4 "${L[@]}" "${NOIPC[@]}" --mca coll_themis_dims 2x2 --bench bench_themis \
     --colls "allreduce reduce_scatter_block allgather" --expect "^# buffers: CUDA device memory" \
     --verbose 5 --expect "staged through host memory" \

@@ -86,6 +86,7 @@ typedef struct mca_coll_themis_component_t {
     char *cuda_driver;          /* the CUDA driver library dlopen()ed: soname or path */
     int cuda_ipc;               /* THEMIS_CUDA_IPC_* */
     int cuda_ipc_cache;         /* peers' device allocations kept open per process */
+    bool chunks_given;          /* coll_themis_chunks set by the user, not its default */
 } mca_coll_themis_component_t;
 
 OMPI_MODULE_DECLSPEC extern mca_coll_themis_component_t mca_coll_themis_component;

@@ -331,9 +331,22 @@ void mca_coll_themis_check_params(void)
     }
 }
 
+/* Whether the user set coll_themis_<name> (command line, environment, file, MPI_T) rather
+ * than leaving its default. */
+static bool param_given(const char *name)
+{
+    const int index = mca_base_var_find("ompi", "coll", "themis", name);
+    const void *storage = NULL;
+    mca_base_var_source_t source = MCA_BASE_VAR_SOURCE_DEFAULT;
+    if (index < 0 || OPAL_SUCCESS != mca_base_var_get_value(index, &storage, &source, NULL))
+        return false;
+    return MCA_BASE_VAR_SOURCE_DEFAULT != source;
+}
+
 static int themis_open(void)
 {
     mca_coll_themis_component_t *c = &mca_coll_themis_component;
+    c->chunks_given = param_given("chunks");
     c->output = opal_output_open(NULL);
     opal_output_set_verbosity(c->output, c->verbose);
     /* Our help file is installed beside the component, not in Open MPI's data dir. */
