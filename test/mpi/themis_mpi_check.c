@@ -1957,19 +1957,20 @@ static void nb_finish(comm_info *c, nb_call *x, int k, check_t *ck)
 }
 
 /* NB_REQS requests of every form in turn on c, a blocking call among them. */
-static void nb_many(comm_info *c, bool poll)
+static void nb_many(comm_info *c, bool poll, bool blocking_among)
 {
     const int count = (int) themis_count(c, sizeof(int), false);
     const int per_rank = count / c->size + 1;
     nb_call calls[NB_REQS];
     MPI_Request reqs[NB_REQS];
     check_t ck;
-    check_start(&ck, "%d nonblocking collectives outstanding comm=%s count=%d (%s)", NB_REQS,
-                c->name, count, poll ? "MPI_Test polling" : "MPI_Waitall");
+    check_start(&ck, "%d nonblocking collectives outstanding comm=%s count=%d (%s%s)", NB_REQS,
+                c->name, count, poll ? "MPI_Test polling" : "MPI_Waitall",
+                blocking_among ? ", blocking calls among them" : "");
     for (int k = 0; k < NB_REQS; k++) {
         const int form = k % C_MAIN_COLLS;
         nb_start(c, &calls[k], form, form == C_ALLREDUCE ? count : per_rank, k, &reqs[k], &ck);
-        if (k == NB_REQS / 2) run_four(c, "MPI_DOUBLE", K_SUM, 0); /* blocking among them */
+        if (blocking_among && k == NB_REQS / 2) run_four(c, "MPI_DOUBLE", K_SUM, 0);
     }
     if (poll) {
         int done = 0;
@@ -1979,6 +1980,22 @@ static void nb_many(comm_info *c, bool poll)
     }
     for (int k = 0; k < NB_REQS; k++) nb_finish(c, &calls[k], k, &ck);
     check_end(&ck);
+}
+
+/* A communicator only nonblocking calls and a barrier use (as OSU's nonblocking
+ * benchmarks do): the calls before the barrier go to the module below (themis sets up only
+ * in blocking calls), the barrier sets it up, the calls after it run on themis (the CTest
+ * run expects themis on chk_nb_barrier for every form). */
+static void nb_set_up_at_barrier(void)
+{
+    MPI_Comm d;
+    MPI_Comm_dup(MPI_COMM_WORLD, &d);
+    comm_info c;
+    comm_info_init(&c, d, "chk_nb_barrier");
+    nb_many(&c, false, false);
+    MPI_Barrier(d);
+    nb_many(&c, true, false);
+    comm_info_free(&c);
 }
 
 /* Two communicators, each with an Iallreduce, started A then B on even ranks and B then
@@ -2100,12 +2117,13 @@ static void family_nonblocking(void)
 {
     for (int ci = 0; ci < g_ncomms; ci++) {
         warm_up(&g_comms[ci]);
-        nb_many(&g_comms[ci], false);
-        nb_many(&g_comms[ci], true);
+        nb_many(&g_comms[ci], false, true);
+        nb_many(&g_comms[ci], true, true);
         nb_free_completed(&g_comms[ci]);
     }
     nb_orders("chk_order", true);
     nb_orders("chk_order_cold", false);
+    nb_set_up_at_barrier();
 }
 
 /* ====================================================================== main */

@@ -33,8 +33,10 @@ enum { THEMIS_CUDA_IPC_AUTO = 0, THEMIS_CUDA_IPC_OFF = 1 };
 /* Every coll slot themis takes over, once: X(slot, ID) with the slot's name in Open MPI's
  * module (coll_<slot>, mca_coll_base_module_<slot>_fn_t) and its index for per-slot
  * bookkeeping (THEMIS_COLL_<ID>). The blocking forms, then the nonblocking and the
- * persistent ones in the same order. Everything per slot (saved previous layer, its lifetime, the
- * module's functions, the stats names) is generated from this list. */
+ * persistent ones in the same order; last the barrier, where a communicator only
+ * nonblocking calls have used is set up (the barrier itself is the previous module's).
+ * Everything per slot (saved previous layer, its lifetime, the module's functions, the
+ * stats names) is generated from this list. */
 #define THEMIS_SLOTS(X)                                                                            \
     X(allreduce, ALLREDUCE)                                                                        \
     X(reduce_scatter, REDUCE_SCATTER)                                                              \
@@ -47,7 +49,8 @@ enum { THEMIS_CUDA_IPC_AUTO = 0, THEMIS_CUDA_IPC_OFF = 1 };
     X(allreduce_init, ALLREDUCE_INIT)                                                              \
     X(reduce_scatter_init, REDUCE_SCATTER_INIT)                                                    \
     X(reduce_scatter_block_init, REDUCE_SCATTER_BLOCK_INIT)                                        \
-    X(allgather_init, ALLGATHER_INIT)
+    X(allgather_init, ALLGATHER_INIT)                                                              \
+    X(barrier, BARRIER)
 
 #define THEMIS_SLOT_INDEX(slot, id) THEMIS_COLL_##id,
 enum { THEMIS_SLOTS(THEMIS_SLOT_INDEX) THEMIS_COLL_COUNT };
@@ -113,6 +116,10 @@ typedef struct mca_coll_themis_module_t {
      * (Open MPI runs allreduce/allgather on the parent to do that) go to the
      * previous module. */
     bool in_setup;
+    /* An eligible nonblocking or persistent call found the communicator not set up: the
+     * next MPI_Barrier sets it up (with device buffers if that call had them here). */
+    bool setup_wanted;
+    bool setup_wanted_device;
     struct themis_context *context;
 
     /* Calls per collective, and how many themis ran itself (verbose >= 2 prints them
@@ -181,6 +188,9 @@ int mca_coll_themis_allgather_init(const void *sbuf, int scount, struct ompi_dat
                                    void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
                                    struct ompi_communicator_t *comm, struct ompi_info_t *info,
                                    ompi_request_t **request, mca_coll_base_module_t *module);
+
+/* coll_themis_barrier.cpp */
+int mca_coll_themis_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
 
 /* coll_themis_component.c: prints a message of help-coll-themis.txt from this
  * process; whether this is the job's first process (to print a message once); puts

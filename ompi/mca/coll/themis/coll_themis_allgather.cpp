@@ -126,7 +126,7 @@ int allgather_on_device(const void *sbuf, int scount, ompi_datatype_t *sdtype, v
                 return rc;
             });
         },
-        set_up ? SetUp::ByDeviceCall : SetUp::Never);
+        set_up ? SetUp::ByDeviceCall : SetUp::AtBarrierByDevice);
 }
 #endif
 

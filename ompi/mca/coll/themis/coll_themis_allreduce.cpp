@@ -107,7 +107,7 @@ int allreduce_on_device(const void *sbuf, void *rbuf, int count, ompi_datatype_t
                 return rc;
             });
         },
-        set_up ? SetUp::ByDeviceCall : SetUp::Never);
+        set_up ? SetUp::ByDeviceCall : SetUp::AtBarrierByDevice);
 }
 #endif
 

@@ -9,7 +9,9 @@
 // set a communicator up. Set-up is collective and blocking, and MPI lets ranks start
 // nonblocking collectives on different communicators in different orders: a rank setting
 // up A while its peer sets up B would wait forever. So a communicator's nonblocking calls
-// run on themis once a blocking call has set it up; before, the previous module runs them.
+// run on themis once a blocking call has set it up; before, the previous module runs them,
+// and the communicator's next MPI_Barrier (blocking, entered by every rank in the same
+// order as its other collectives) sets it up (coll_themis_barrier.cpp).
 // A host collective is prepared (inputs in place, plan request, what completes it), then
 // run to the end (blocking) or started and completed from the progress loop.
 //
@@ -71,18 +73,23 @@ class EngineCall : public PendingCall {
 };
 
 // Whether a call may set its communicator up, and with what buffers. Blocking calls set
-// it up; nonblocking ones use it once set up. Whether a communicator runs its node
-// dimensions device-direct is decided then, once, by every rank together: only a
-// communicator whose first call carries device buffers everywhere (a GPU application's
-// gradient communicator, say) pays the device-memory path for host buffers later; one
+// it up; nonblocking ones use it once set up, or ask the next barrier to set it up. Whether a
+// communicator runs its node dimensions device-direct is decided then, once, by every rank
+// together: only a communicator whose first call carries device buffers everywhere (a GPU
+// application's gradient communicator, say) pays the device-memory path for host buffers later; one
 // set up by host buffers keeps the plain transport.
-enum class SetUp { Never, ByHostCall, ByDeviceCall };
+enum class SetUp { AtBarrier, AtBarrierByDevice, ByHostCall, ByDeviceCall };
 
 // The context a call runs on, or nullptr: the previous module runs it.
 inline Context *eligible_context(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
                                  const char *unsupported, SetUp set_up) {
     if (unsupported) return nullptr;
-    if (set_up != SetUp::Never) return context_for(m, comm, set_up == SetUp::ByDeviceCall);
+    if (set_up == SetUp::ByHostCall || set_up == SetUp::ByDeviceCall)
+        return context_for(m, comm, set_up == SetUp::ByDeviceCall);
+    if (m->setup_state == THEMIS_SETUP_PENDING) {
+        m->setup_wanted = true;
+        m->setup_wanted_device |= set_up == SetUp::AtBarrierByDevice;
+    }
     return m->context ? m->context->context.get() : nullptr;
 }
 
@@ -122,7 +129,7 @@ int start_or_delegate(mca_coll_base_module_t *module, ompi_communicator_t *comm,
             int rc = start_request(std::make_unique<EngineCall>(comm, ctx, prepare(ctx)), request);
             if (rc != OMPI_SUCCESS) throw std::runtime_error("starting the request failed");
         },
-        previous, SetUp::Never);
+        previous, SetUp::AtBarrier);
 }
 
 // Whether either buffer is device memory (CUDA builds).
@@ -203,7 +210,7 @@ int init_or_delegate(mca_coll_base_module_t *module, ompi_communicator_t *comm, 
             if (persistent_request(std::move(start), request) != OMPI_SUCCESS)
                 throw std::runtime_error("making the persistent request failed");
         },
-        previous, SetUp::Never);
+        previous, SetUp::AtBarrier);
 }
 
 #if THEMIS_HAVE_CUDA

@@ -28,6 +28,7 @@ static void module_construct(mca_coll_themis_module_t *m)
     m->comm = NULL;
     m->setup_state = THEMIS_SETUP_PENDING;
     m->in_setup = false;
+    m->setup_wanted = m->setup_wanted_device = false;
     m->context = NULL;
     for (int i = 0; i < THEMIS_COLL_COUNT; ++i) m->calls[i] = m->accelerated[i] = 0;
 }

@@ -149,7 +149,7 @@ int reduce_scatter_on_device(
                     [&](const void *s, void *r) { return previous(m, s, r); });
             });
         },
-        set_up ? SetUp::ByDeviceCall : SetUp::Never);
+        set_up ? SetUp::ByDeviceCall : SetUp::AtBarrierByDevice);
 }
 #endif
 
