@@ -47,6 +47,7 @@ class CmaTransport : public Transport {
                    Reducer *reducer) override;
     bool test(Request req) override;
     void progress() override;
+    const char *name() const override { return "cma"; }
 
     // Messages of at most this many bytes travel inside the control message.
     static size_t inline_bytes();

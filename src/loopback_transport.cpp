@@ -31,6 +31,7 @@ class LoopbackNetwork::Endpoint : public Transport {
         return true;
     }
     void progress() override {}
+    const char *name() const override { return "loopback"; }
 
   private:
     LoopbackNetwork &net_;

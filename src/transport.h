@@ -49,6 +49,10 @@ class Transport {
     virtual bool test(Request req) = 0;
     // Lets the transport make progress while nothing completes.
     virtual void progress() = 0;
+    // What it is, for messages and the calibration caches' keys ("pml", "ucx", ...).
+    virtual const char *name() const = 0;
+    // Whether isend/irecv take device memory as they take host memory.
+    virtual bool moves_device_memory() const { return false; }
 };
 
 class Reducer {

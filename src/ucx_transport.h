@@ -68,6 +68,8 @@ class UcxTransport : public Transport {
     Request irecv(int dim, int peer, void *buf, size_t bytes, int tag) override;
     bool test(Request req) override;
     void progress() override;
+    const char *name() const override { return "ucx"; }
+    bool moves_device_memory() const override { return worker_.supports_cuda(); }
 
     static ucp_tag_t make_tag(uint64_t comm_id, int sender, int dim, int tag);
 

@@ -135,6 +135,7 @@ class StepLog : public Transport {
     }
     bool test(Request req) override { return inner_.test(req); }
     void progress() override { inner_.progress(); }
+    const char *name() const override { return "step-log"; }
 
     std::map<int, StepPeers> steps;
 

@@ -69,6 +69,7 @@ class ShapedNetwork {
             return true;
         }
         void progress() override { std::this_thread::yield(); }
+        const char *name() const override { return "calibration-rank"; }
 
       private:
         ShapedNetwork &n_;

@@ -72,6 +72,7 @@ class RecordingTransport : public Transport {
     }
     bool test(Request req) override { return inner_.test(req); }
     void progress() override { inner_.progress(); }
+    const char *name() const override { return "recording"; }
 
     std::vector<std::pair<int, int>> tags;
 

@@ -33,6 +33,7 @@ class Locked : public Transport {
         return inner_.test(req);
     }
     void progress() override {}
+    const char *name() const override { return "locked"; }
 
   private:
     Transport &inner_;
@@ -64,6 +65,7 @@ class Slow : public Transport {
         return true;
     }
     void progress() override { inner_.progress(); }
+    const char *name() const override { return "slow"; }
 
   private:
     struct Tracked {

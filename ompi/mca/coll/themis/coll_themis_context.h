@@ -54,7 +54,9 @@ class Context {
     Context &operator=(const Context &) = delete;
 
     const RankLayout &layout() const { return layout_; }
-    const char *transport_name() const { return private_comm_ ? "pml" : "ucx"; }
+    const char *transport_name() const { return transport_->name(); }
+    // Whether the transport is handed device pointers (UCX with CUDA).
+    bool transport_moves_device() const { return transport_->moves_device_memory(); }
     int position() const { return position_; }
     HostMemory &memory() { return memory_; }
     // Device-direct mode (coll_themis_cuda_ipc.h): the engine's transport moves device
@@ -101,8 +103,6 @@ class Context {
     // Collective: node-local dimensions by single copy where coll_themis_node_transport and
     // the measurements choose it (coll_themis_node_transport.h); says what and why.
     void setup_node_transport(mca_coll_themis_module_t *m, const std::vector<int> &node_of);
-    // Whether the transport is handed device pointers (UCX with CUDA).
-    bool transport_moves_device() const;
     // What the engine runs on: a wrapper of transport_, or transport_ itself.
     Transport &engine_transport();
 
@@ -128,6 +128,11 @@ Context *context_for(mca_coll_themis_module_t *module, ompi_communicator_t *comm
 
 // Prints a failure inside a themis collective and turns it into an Open MPI error code.
 int report_failure(const char *collective, const std::exception &e);
+
+// The component's parameters (coll_themis_*).
+const mca_coll_themis_component_t &params();
+// A verbose-output line about `comm` from this rank, at verbosity `level`.
+void say(int level, ompi_communicator_t *comm, const std::string &text);
 
 } // namespace themis
 

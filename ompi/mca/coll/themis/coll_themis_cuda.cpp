@@ -11,7 +11,6 @@
 #include <cstring>
 #include <string>
 
-#include "coll_themis_ucx.h"
 #include "cuda/driver.h"
 #include "cuda/kernel_choice.h"
 #include "cuda/process.h"
@@ -70,10 +69,7 @@ bool direct(const Context &ctx) {
     // The device-direct node dimension (coll_themis_cuda_ipc.h): its transport moves
     // device memory on every dimension.
     if (ctx.device_direct()) return true;
-    if (std::strcmp(ctx.transport_name(), "ucx") != 0) return false;
-    std::string why;
-    UcxWorker *worker = process_ucx_worker(why);
-    return worker && worker->supports_cuda();
+    return ctx.transport_moves_device();
 }
 
 Memory &device_memory() { return current_device().memory(); }

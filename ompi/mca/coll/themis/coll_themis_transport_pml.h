@@ -30,6 +30,7 @@ class PmlTransport : public Transport {
     Request irecv(int dim, int peer, void *buf, size_t bytes, int tag) override;
     bool test(Request req) override;
     void progress() override;
+    const char *name() const override { return "pml"; }
 
   private:
     int peer_rank(int dim, int peer) const;

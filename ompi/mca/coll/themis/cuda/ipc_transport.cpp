@@ -85,6 +85,10 @@ class IpcTransport : public Transport {
         return true;
     }
 
+    const char *name() const override { return "cuda-ipc"; }
+    // Node dimensions copy device memory by IPC; the others stage it or hand it to a base
+    // transport that moves it.
+    bool moves_device_memory() const override { return true; }
     void progress() override {
         base_.progress();
         channels_.progress();

@@ -1,0 +1,419 @@
+// coll_themis_setup.cpp: setting a communicator up, lazily, on its first eligible call:
+// where its ranks run, its layout, the private duplicate and transports, calibration,
+// device-direct and single-copy node dimensions; all ranks agree or all decline (see
+// coll_themis_context.h).
+#include "coll_themis_context.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+
+#include "ompi/mca/coll/base/base.h"
+#include "ompi/op/op.h"
+#include "ompi/proc/proc.h"
+#include "opal/util/info.h"
+#include "opal/util/output.h"
+#include "opal/util/show_help.h"
+#include "coll_themis_calibrate.h"
+#include "coll_themis_node_transport.h"
+#include "coll_themis_cuda.h"
+#include "coll_themis_cuda_ipc.h"
+#include "node_packages.h"
+#include "ordering.h"
+#include "topo_file.h"
+#include "trace.h"
+
+#include <unistd.h>
+
+namespace themis {
+
+namespace {
+
+bool is_auto(const std::string &dims) { return dims.compare(0, 4, "auto") == 0; }
+
+// Where every rank of `comm` runs: its node (an id shared by exactly the ranks of a
+// node: the lowest of them), its hostname and its package, gathered in one exchange.
+RankPlacement placement_of(mca_coll_themis_module_t *m, ompi_communicator_t *comm) {
+    struct Where {
+        int node, package;
+        char host[64];
+    };
+    const int size = ompi_comm_size(comm), me = ompi_comm_rank(comm);
+    Where mine{me, params().split_packages ? current_package() : -1, {0}};
+    for (int r = 0; r < size; ++r)
+        if (r == me || OPAL_PROC_ON_LOCAL_NODE(ompi_comm_peer_lookup(comm, r)->super.proc_flags)) {
+            mine.node = r;
+            break;
+        }
+    gethostname(mine.host, sizeof mine.host - 1);
+    std::vector<Where> all(size);
+    int rc = m->previous_allgather(&mine, sizeof mine, &ompi_mpi_byte.dt, all.data(), sizeof mine,
+                                   &ompi_mpi_byte.dt, comm, m->previous_allgather_module);
+    if (rc != OMPI_SUCCESS) throw std::runtime_error("allgather of rank placement failed");
+    RankPlacement placement;
+    for (const Where &w : all) {
+        placement.node_of.push_back(w.node);
+        placement.package_of.push_back(w.package);
+        placement.host_of.emplace_back(w.host, strnlen(w.host, sizeof w.host));
+    }
+    return placement;
+}
+
+// The hosts' grid of coll_themis_topo_file; nullopt when none is given or it cannot be
+// used (said once: every process reads the same parameter).
+std::optional<HostGrid> host_grid() {
+    if (params().topo_file == nullptr || params().topo_file[0] == '\0') return std::nullopt;
+    try {
+        return read_topo_file(params().topo_file);
+    } catch (const std::exception &e) {
+        static bool shown = false;
+        if (!shown && mca_coll_themis_first_process())
+            mca_coll_themis_show_help("topo-file", params().topo_file, e.what());
+        shown = true;
+        return std::nullopt;
+    }
+}
+
+// The communicator's layout: from the topology file's grid where it fits the nodes, else
+// node level x nodes.
+RankLayout layout_of(const RankPlacement &placement, std::string &note) {
+    const std::optional<HostGrid> grid = host_grid();
+    if (grid && is_auto(params().dims)) {
+        try {
+            return make_rank_layout(params().dims, placement, &*grid, params().split_packages);
+        } catch (const LayoutError &e) {
+            note = std::string("the topology file does not fit this communicator (") + e.what() +
+                   "): node level x nodes";
+        }
+    }
+    return make_rank_layout(params().dims, placement, nullptr, params().split_packages);
+}
+
+// True on every rank when `ok` is true on every rank.
+bool all_agree(mca_coll_themis_module_t *m, ompi_communicator_t *comm, bool ok) {
+    int mine = ok ? 1 : 0, all = 0;
+    int rc = m->previous_allreduce(&mine, &all, 1, &ompi_mpi_int.dt, &ompi_mpi_op_min.op, comm,
+                                   m->previous_allreduce_module);
+    return rc == OMPI_SUCCESS && all == 1;
+}
+
+// A duplicate of `comm` whose collectives never come back to themis.
+ompi_communicator_t *private_duplicate(ompi_communicator_t *comm) {
+    opal_info_t *info = OBJ_NEW(opal_info_t);
+    opal_info_set(info, "ompi_comm_coll_preference", "^themis");
+    ompi_communicator_t *dup = nullptr;
+    int rc = ompi_comm_dup_with_info(comm, info, &dup);
+    OBJ_RELEASE(info);
+    if (rc != OMPI_SUCCESS) throw std::runtime_error("duplicating the communicator failed");
+    return dup;
+}
+
+int active_dimensions(const Topology &topo) {
+    int n = 0;
+    for (const Dimension &d : topo.dims()) n += d.peers > 1;
+    return n;
+}
+
+} // namespace
+
+void Context::connect(mca_coll_themis_module_t *m) {
+    // The info key themis_transport overrides coll_themis_transport per communicator.
+    const int choice = transport_choice();
+    const char *source =
+        info("themis_transport").empty() ? "coll_themis_transport" : "info key themis_transport";
+    std::string why;
+    UcxWorker *worker = nullptr;
+    if (choice != THEMIS_TRANSPORT_PML) {
+        worker = process_ucx_worker(why);
+        if (worker && ompi_comm_get_cid(comm_) > kUcxMaxCommId) {
+            why = "communicator id beyond the UCX tag layout";
+            worker = nullptr;
+        }
+    }
+    // Every rank must use the same transport: UCX only where every rank wants and has it.
+    const bool ucx = all_agree(m, comm_, worker != nullptr);
+    if (ucx) {
+        transport_ = connect_ucx(m, comm_, *worker, layout_, position_);
+        say(1, comm_,
+            std::string("transport ucx") + (worker->supports_cuda()
+                                                ? " (moves CUDA device memory)"
+                                                : " (no CUDA support in this UCX: device "
+                                                  "buffers would be staged through host memory)"));
+    } else {
+        private_comm_ = private_duplicate(comm_);
+        std::vector<size_t> parts = pml_part_bytes(m);
+        transport_ = std::make_unique<PmlTransport>(private_comm_, layout_, position_, parts);
+        std::string reason = std::string(source) + "=pml";
+        if (choice != THEMIS_TRANSPORT_PML)
+            reason = "UCX not usable: " +
+                     (why.empty() ? std::string("not usable on another rank") : why);
+        std::string split;
+        for (int d = 0; d < int(parts.size()); ++d)
+            if (parts[d] != 0) split += " " + std::to_string(d) + ":" + std::to_string(parts[d]);
+        if (!split.empty()) reason += "; messages in parts of at most, per dimension," + split;
+        say(1, comm_, "transport pml (" + reason + ")");
+    }
+    // Tests make one rank fail here (test/mpi/odd_ranks_env.sh), as a UCX endpoint or an
+    // allocation might: the ranks must still decline together.
+    if (std::getenv("THEMIS_TEST_FAIL_CONNECT") != nullptr)
+        throw std::runtime_error("connect failed (THEMIS_TEST_FAIL_CONNECT is set)");
+}
+
+std::string Context::calibrate(mca_coll_themis_module_t *m,
+                               const std::vector<std::string> &host_of) {
+    std::vector<std::string> host_at_position;
+    for (int rank : layout_.rank_at) host_at_position.push_back(host_of[rank]);
+    // The rates are measured on what the engine runs on: in device-direct mode with device
+    // buffers, so the scheduler sees the IPC dimension's rate; else the single-copy node
+    // dimensions where they run so.
+    Transport &engine_transport = this->engine_transport();
+    Memory *buffers = nullptr;
+    std::string over = transport_name();
+    if (node_transport_) { // the rates depend on which dimensions run single-copy
+        std::string dims;
+        for (int d = 0; d < layout_.topology.num_dims(); ++d)
+            if (node_transport_->max_segments(d) > 0)
+                dims += (dims.empty() ? "" : ",") + std::to_string(d);
+        over = "cma" + dims + "+" + over;
+    }
+#if THEMIS_HAVE_CUDA
+    if (device_transport_) {
+        buffers = &cuda::device_memory();
+        over = "cuda-ipc+" + over;
+    }
+#endif
+    const CalibratedTopology rates = calibrated_topology(
+        m, comm_, layout_, position_, engine_transport, buffers, over, host_at_position);
+    layout_.topology = rates.topology;
+    if (rates.seconds > 0) {
+        char cost[128];
+        snprintf(cost, sizeof cost,
+                 "calibration took %.3f s (%.3f s of it connecting to the peers), %.3g MB sent "
+                 "by this rank",
+                 rates.seconds, rates.connect_seconds, double(rates.bytes_sent) / 1e6);
+        say(1, comm_, cost);
+    }
+    if (!rates.note.empty()) say(1, comm_, rates.note);
+    engine_ = std::make_unique<Engine>(layout_.topology, engine_transport, memory_,
+                                       params().max_active, params().max_active_bytes);
+    std::string levels;
+    for (const std::string &name : layout_.level_names)
+        levels += (levels.empty() ? "" : ",") + name;
+    return describe_rates(rates) + "; levels " + levels;
+}
+
+std::vector<size_t> Context::pml_part_bytes(mca_coll_themis_module_t *m) const {
+    // Sender and receiver must cut a message alike, or its parts would not match: one
+    // reduction gives every rank the least and the greatest coll_themis_pml_message_bytes
+    // (min of v and of -v) and, per dimension, the least TCP eager size over every rank's
+    // peers there (0 where any is not reached through TCP).
+    const Topology &topo = layout_.topology;
+    const long long fixed = (long long)params().pml_message_bytes;
+    std::vector<long long> mine = {fixed, -fixed}, all(2 + topo.num_dims(), 0);
+    for (int d = 0; d < topo.num_dims(); ++d) {
+        size_t least = SIZE_MAX;
+        for (int c = 0; c < topo.dim(d).peers; ++c)
+            if (c != topo.coord(position_, d))
+                least = std::min(
+                    least,
+                    tcp_eager_bytes(comm_, layout_.rank_at[topo.with_coord(position_, d, c)]));
+        mine.push_back(least == SIZE_MAX ? 0 : (long long)least);
+    }
+    int rc =
+        m->previous_allreduce(mine.data(), all.data(), int(mine.size()), &ompi_mpi_long_long_int.dt,
+                              &ompi_mpi_op_min.op, comm_, m->previous_allreduce_module);
+    std::vector<size_t> parts(topo.num_dims(), 0);
+    if (rc != OMPI_SUCCESS) return parts;
+    if (all[0] != -all[1]) {
+        say(1, comm_, "coll_themis_pml_message_bytes differs between ranks: whole messages");
+        return parts;
+    }
+    for (int d = 0; d < topo.num_dims(); ++d) parts[d] = size_t(fixed != 0 ? fixed : all[2 + d]);
+    return parts;
+}
+
+void Context::open_trace() {
+    if (params().trace == nullptr || params().trace[0] == '\0') return;
+    const std::string path = std::string(params().trace) + ".cid" +
+                             std::to_string(ompi_comm_get_cid(comm_)) + ".rank" +
+                             std::to_string(ompi_comm_rank(comm_)) + ".csv";
+    trace_.open(path, std::ios::trunc);
+    if (!trace_) {
+        // Tracing is a diagnostic: the collectives run on without it. Every process has the
+        // same prefix: the first one says it, once; the others at verbose level 1.
+        const std::string why = std::strerror(errno);
+        static bool shown = false;
+        if (!shown && mca_coll_themis_first_process())
+            mca_coll_themis_show_help("trace-unwritable", path.c_str(), why.c_str());
+        shown = true;
+        say(1, comm_, "cannot write the trace " + path + ": " + why);
+        return;
+    }
+    write_stage_csv_header(trace_, true);
+    say(1, comm_, "stage timings traced to " + path);
+}
+
+std::unique_ptr<Context> Context::create(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
+                                         bool device_buffers) {
+    RankLayout layout;
+    RankPlacement placement;
+    std::string why, note;
+    bool ok = true;
+    try {
+        placement = placement_of(m, comm);
+        layout = layout_of(placement, note);
+    } catch (const SpecError &e) {
+        ok = false;
+        why = std::string("malformed coll_themis_dims \"") + params().dims + "\": " + e.what();
+        static bool shown = false; // every process has the same parameter: say it once
+        if (!shown && mca_coll_themis_first_process())
+            mca_coll_themis_show_help("bad-dims", params().dims, e.what());
+        shown = true;
+    } catch (const std::exception &e) {
+        ok = false;
+        why = e.what();
+    }
+    // Whether every rank could run device-direct node dimensions (a CUDA application whose
+    // set-up call carries device buffers: see SetUp in coll_themis_entry.h), agreed in the
+    // same reduction as `ok`.
+    bool cuda_here = false;
+#if THEMIS_HAVE_CUDA
+    cuda_here = device_buffers && cuda::ipc_candidate();
+#else
+    (void)device_buffers;
+#endif
+    int mine[2] = {ok ? 1 : 0, cuda_here ? 1 : 0}, all[2] = {0, 0};
+    if (m->previous_allreduce(mine, all, 2, &ompi_mpi_int.dt, &ompi_mpi_op_min.op, comm,
+                              m->previous_allreduce_module) != OMPI_SUCCESS)
+        all[0] = 0;
+    const bool all_cuda = all[1] == 1;
+    if (all[0] == 1 && !params().single_dim && is_auto(params().dims) &&
+        active_dimensions(layout.topology) < 2 && !all_cuda) {
+        // Every rank holds the same layout: all decline together. With device buffers
+        // (every rank a CUDA context) themis runs the node dimension itself, device-direct:
+        // the previous module could only copy them to the host and back.
+        all[0] = 0;
+        why = "dims=auto found one dimension (" + layout.topology.to_spec() +
+              "): nothing for Themis to balance (coll_themis_single_dim=1 runs it anyway)";
+    }
+    if (all[0] != 1) {
+        say(1, comm,
+            "not used, previous module kept: " + (why.empty() ? "another rank declined" : why));
+        return nullptr;
+    }
+    if (!note.empty()) say(1, comm, note);
+    std::unique_ptr<Context> ctx(new Context(comm, std::move(layout)));
+    // connect() runs its collectives first; what fails after them fails on some ranks only.
+    std::string failure;
+    try {
+        ctx->connect(m);
+    } catch (const std::exception &e) {
+        failure = e.what();
+    }
+    if (!all_agree(m, comm, failure.empty())) {
+        say(1, comm,
+            "not used, previous module kept: set-up failed " +
+                (failure.empty() ? std::string("on another rank") : "here: " + failure));
+        return nullptr;
+    }
+    ctx->setup_device_direct(m, placement.node_of, all_cuda);
+    if (!ctx->device_direct()) ctx->setup_node_transport(m, placement.node_of);
+    // Every rank has a transport now: the rates are measured over it.
+    say(1, comm, "selected; dimensions " + ctx->calibrate(m, placement.host_of));
+    ctx->open_trace();
+    return ctx;
+}
+
+void Context::setup_device_direct(mca_coll_themis_module_t *m, const std::vector<int> &node_of,
+                                  bool all_cuda) {
+#if THEMIS_HAVE_CUDA
+    if (!all_cuda) return; // not a CUDA application everywhere: staged as before
+    std::vector<bool> node_dims = node_local_dimensions(layout_, node_of);
+    if (std::find(node_dims.begin(), node_dims.end(), true) == node_dims.end()) return;
+    std::string why;
+    // Every rank reaches this point (all_cuda and the layout are agreed): collective.
+    if (!cuda::ipc_probe(m, comm_, layout_, position_, node_dims, cuda::ipc_candidate(), why)) {
+        say(1, comm_, "device-direct node dimension not used (device data staged): " + why);
+        static bool shown = false;
+        if (!shown && mca_coll_themis_first_process() && params().cuda_ipc != THEMIS_CUDA_IPC_OFF)
+            mca_coll_themis_show_help("cuda-ipc-unavailable", why.c_str());
+        shown = true;
+        return;
+    }
+    const bool moves_device = transport_moves_device();
+    std::string failure;
+    try {
+        device_transport_ = cuda::make_ipc_transport(*transport_, node_dims, moves_device);
+    } catch (const std::exception &e) {
+        failure = e.what();
+    }
+    if (!all_agree(m, comm_, failure.empty())) { // all ranks in the same mode, or none
+        device_transport_.reset();
+        say(1, comm_,
+            "device-direct node dimension not used (device data staged): " +
+                (failure.empty() ? std::string("failed on another rank") : failure));
+        return;
+    }
+    std::string dims;
+    for (size_t d = 0; d < node_dims.size(); ++d)
+        if (node_dims[d]) dims += (dims.empty() ? "" : ",") + std::to_string(d);
+    say(1, comm_,
+        "device-direct: dimension(s) " + dims + " by CUDA IPC, others " +
+            (moves_device ? "by the transport (moves device memory)"
+                          : "through pinned host memory"));
+#else
+    (void)m;
+    (void)node_of;
+    (void)all_cuda;
+#endif
+}
+
+void Context::setup_node_transport(mca_coll_themis_module_t *m, const std::vector<int> &node_of) {
+    std::string note, failure;
+    try {
+        const std::string key = info("themis_node_transport");
+        const int choice = key == "auto"        ? THEMIS_NODE_AUTO
+                           : key == "cma"       ? THEMIS_NODE_CMA
+                           : key == "transport" ? THEMIS_NODE_TRANSPORT
+                                                : params().node_transport;
+        const NodeTransportSetup setup{
+            choice,
+            layout_,
+            position_,
+            node_of,
+            *transport_,
+            transport_name(),
+            transport_moves_device(),
+            request(Collective::AllReduce, sizeof(float), {(4u << 20) / sizeof(float)})};
+        node_transport_ = node_transport(m, comm_, setup, note);
+    } catch (const std::exception &e) {
+        failure = e.what();
+    }
+    if (!all_agree(m, comm_, failure.empty())) { // every rank in the same mode
+        node_transport_.reset();
+        note = "node dimensions on the transport: single-copy set-up failed " +
+               (failure.empty() ? std::string("on another rank") : "here: " + failure);
+    }
+    if (!note.empty()) say(1, comm_, note);
+}
+
+Context *context_for(mca_coll_themis_module_t *m, ompi_communicator_t *comm, bool device_buffers) {
+    if (m->setup_state == THEMIS_SETUP_PENDING) {
+        m->in_setup = true;
+        std::unique_ptr<Context> ctx;
+        try {
+            ctx = Context::create(m, comm, device_buffers);
+        } catch (const std::exception &e) {
+            say(1, comm, std::string("set-up failed, previous module kept: ") + e.what());
+        }
+        m->in_setup = false;
+        if (ctx) m->context = new themis_context{std::move(ctx)};
+        m->setup_state = m->context ? THEMIS_SETUP_READY : THEMIS_SETUP_DECLINED;
+    }
+    return m->context ? m->context->context.get() : nullptr;
+}
+
+} // namespace themis
