@@ -192,39 +192,52 @@ static MPI_Op mpi_op(int op) { return op == 0 ? MPI_SUM : op == 1 ? MPI_PROD : o
 
 /* ------------------------------------------------------------------ cases */
 
-/* Small device calls (below coll_themis_min_bytes: the previous module on host copies),
- * repeated on the same buffers: every result checked, and with the emulated driver no
- * host or device allocation may happen per call after the first (the host copies are
- * pinned buffers kept between calls). */
-static void small_repeat_case(int calls)
+/* Integer sum declared non-commutative: themis hands such calls to the module below. */
+static void sum_int32(void *in, void *inout, int *len, MPI_Datatype *type)
 {
-    const size_t count = 37, bytes = count * sizeof(int32_t);
-    int32_t h[37];
+    (void) type;
+    for (int i = 0; i < *len; ++i) ((int32_t *) inout)[i] += ((const int32_t *) in)[i];
+}
+
+/* Device calls the module below runs on host copies (small ones, below
+ * coll_themis_min_bytes, or any size with a non-commutative op), repeated on the same
+ * buffers: every result checked, and with the emulated driver no host or device
+ * allocation may happen per call after the first two: the host copies are pinned buffers
+ * kept between calls, up to coll_themis_staging_bytes (at least 16 MiB). */
+static void repeat_case(const char *what, size_t count, MPI_Op op, int calls)
+{
+    const char *budget_env = getenv("OMPI_MCA_coll_themis_staging_bytes");
+    const size_t budget_given = budget_env ? strtoull(budget_env, NULL, 0) : (size_t) 128 << 20;
+    const size_t kept = budget_given > ((size_t) 16 << 20) ? budget_given : (size_t) 16 << 20;
+    const size_t bytes = count * sizeof(int32_t);
+    int32_t *h = malloc(bytes);
+    if (!h) fail("%s: out of memory", what);
     struct buf s = alloc_buf(on_dev(0), bytes), r = alloc_buf(on_dev(1), bytes);
     unsigned long long before[4] = {0}, after[4] = {0};
     for (int c = 0; c < calls; ++c) {
         if (c == 2 && fake_counters) fake_counters(before); /* after the first calls */
         for (size_t i = 0; i < count; ++i) h[i] = (int32_t) (input(0, rank, i) + c);
         put(&s, h);
-        int rc = MPI_Allreduce(s.p, r.p, (int) count, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-        if (rc != MPI_SUCCESS) fail("small allreduce %d: error %d", c, rc);
-        get(&r, h, "small allreduce");
+        int rc = MPI_Allreduce(s.p, r.p, (int) count, MPI_INT, op, MPI_COMM_WORLD);
+        if (rc != MPI_SUCCESS) fail("%s %d: error %d", what, c, rc);
+        get(&r, h, what);
         for (size_t i = 0; i < count; ++i)
             if (h[i] != (int32_t) (expected(0, i) + (double) c * size)) {
-                fail("small allreduce %d: element %zu is %d, expected %g", c, i, h[i],
+                fail("%s %d: element %zu is %d, expected %g", what, c, i, h[i],
                      expected(0, i) + (double) c * size);
                 break;
             }
         ++checks;
     }
-    if (fake_counters && calls > 2) {
+    if (fake_counters && calls > 2 && 2 * count * sizeof(int32_t) <= kept) {
         fake_counters(after);
         if (after[3] != before[3])
-            fail("small allreduce: %llu allocations in %d calls after the first two (expected none)",
+            fail("%s: %llu allocations in %d calls after the first two (expected none)", what,
                  after[3] - before[3], calls - 2);
     }
     free_buf(&s);
     free_buf(&r);
+    free(h);
 }
 
 /* A persistent All-Reduce over device buffers (MPIX_Allreduce_init): started three times,
@@ -608,7 +621,11 @@ int main(int argc, char **argv)
     allgather_case(big / 2, 1, 0);
     allgather_case(big / 2, 0, 1);
     allgather_case(small, 0, 0);
-    small_repeat_case(20);
+    repeat_case("small allreduce", 37, MPI_SUM, 20);
+    MPI_Op noncommutative_sum;
+    MPI_Op_create(sum_int32, 0, &noncommutative_sum);
+    repeat_case("12 MiB allreduce, non-commutative op", (size_t) 3 << 20, noncommutative_sum, 3);
+    MPI_Op_free(&noncommutative_sum);
     persistent_case(big);
 
     if (fake_counters) { /* the emulated driver says which path ran */

@@ -210,9 +210,10 @@ static const themis_param_t themis_params[] = {
              "device buffers then fail as in an Open MPI without CUDA support)"},
     {.name = "staging_bytes", FIELD(staging_bytes), .level = OPAL_INFO_LVL_5,
      .default_value = 128 * 1024 * 1024,
-     .help = "Pinned host memory, in bytes, that staging device buffers may hold at once per "
-             "process; raised where a plan needs more to make progress (its largest "
-             "(max_active+1) x dimensions chunks) (valid: >= 0)"},
+     .help = "Pinned host memory, in bytes, per process that staging device buffers may hold at "
+             "once (raised where a plan needs more to make progress: its largest "
+             "(max_active+1) x dimensions chunks), and that host copies of device buffers "
+             "for the module below keep between calls (at least 16 MiB) (valid: >= 0)"},
     {.name = "cuda_driver", FIELD(cuda_driver), .level = OPAL_INFO_LVL_6,
      .default_string = "libcuda.so.1",
      .help = "The CUDA driver library themis opens at run time (valid: a soname the loader "
