@@ -1,5 +1,6 @@
 // coll_themis_calibrate.cpp: measured, cached or given rates (see coll_themis_calibrate.h).
 #include "coll_themis_calibrate.h"
+#include "coll_themis_params.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -14,8 +15,6 @@
 namespace themis {
 
 namespace {
-
-const mca_coll_themis_component_t &params() { return mca_coll_themis_component; }
 
 // True on every rank when every rank holds the same `values`.
 bool all_hold(mca_coll_themis_module_t *m, ompi_communicator_t *comm, std::vector<double> values) {

@@ -12,8 +12,6 @@
 
 namespace themis {
 
-const mca_coll_themis_component_t &params() { return mca_coll_themis_component; }
-
 void say(int level, ompi_communicator_t *comm, const std::string &text) {
     opal_output_verbose(level, params().output, "coll:themis: comm %s (cid %u) rank %d: %s",
                         comm->c_name, comm->c_contextid, ompi_comm_rank(comm), text.c_str());

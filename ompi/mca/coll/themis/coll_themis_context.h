@@ -14,6 +14,7 @@
 #include <string>
 
 #include "coll_themis.h"
+#include "coll_themis_params.h"
 #include "coll_themis_transport_pml.h"
 #include "coll_themis_ucx.h"
 #include "engine.h"
@@ -128,11 +129,6 @@ Context *context_for(mca_coll_themis_module_t *module, ompi_communicator_t *comm
 
 // Prints a failure inside a themis collective and turns it into an Open MPI error code.
 int report_failure(const char *collective, const std::exception &e);
-
-// The component's parameters (coll_themis_*).
-const mca_coll_themis_component_t &params();
-// A verbose-output line about `comm` from this rank, at verbosity `level`.
-void say(int level, ompi_communicator_t *comm, const std::string &text);
 
 } // namespace themis
 

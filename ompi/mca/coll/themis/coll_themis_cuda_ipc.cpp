@@ -2,6 +2,7 @@
 // (see coll_themis_cuda_ipc.h); the transport itself is cuda/ipc_transport.cpp, the
 // handles it exchanges cuda/ipc_handles.cpp.
 #include "coll_themis_cuda_ipc.h"
+#include "coll_themis_params.h"
 
 #include <unistd.h>
 
@@ -15,8 +16,6 @@ namespace themis {
 namespace cuda {
 
 namespace {
-
-const mca_coll_themis_component_t &params() { return mca_coll_themis_component; }
 
 bool have_ipc(const Driver &d) {
     return d.cuIpcGetMemHandle && d.cuIpcOpenMemHandle && d.cuIpcCloseMemHandle &&

@@ -1,6 +1,7 @@
 // coll_themis_node_transport.cpp: set-up of the single-copy node dimensions
 // (see coll_themis_node_transport.h).
 #include "coll_themis_node_transport.h"
+#include "coll_themis_params.h"
 
 #include <unistd.h>
 
@@ -14,8 +15,6 @@
 namespace themis {
 
 namespace {
-
-const mca_coll_themis_component_t &params() { return mca_coll_themis_component; }
 
 std::string dimension_list(const std::vector<bool> &dims) {
     std::string out;
