@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "calibration.h"
-#include "loopback_transport.h"
+#include "transports/loopback_transport.h"
 #include "test_support.h"
 
 using namespace themis;

@@ -1,4 +1,4 @@
-// Unit tests of src/cma_transport: two ranks of one process over LoopbackNetwork, each
+// Unit tests of src/transports/cma_transport: two ranks of one process over LoopbackNetwork, each
 // wrapped in a CmaTransport, so every "peer read" is process_vm_readv on this process.
 #include <gtest/gtest.h>
 
@@ -9,8 +9,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "cma_transport.h"
-#include "loopback_transport.h"
+#include "transports/cma_transport.h"
+#include "transports/loopback_transport.h"
 
 using namespace themis;
 

@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "cma_transport.h"
+#include "transports/cma_transport.h"
 #include "engine.h"
 #include "host_memory.h"
-#include "loopback_transport.h"
+#include "transports/loopback_transport.h"
 #include "plan.h"
 #include "test_support.h"
 

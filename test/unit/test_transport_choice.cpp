@@ -1,4 +1,4 @@
-// Unit tests of src/transport_choice: four ranks of a 2x2 topology in four threads, over
+// Unit tests of src/transports/transport_choice: four ranks of a 2x2 topology in four threads, over
 // one LoopbackNetwork (behind a lock), choosing between it and the CMA transport over it;
 // one of the two made slower on purpose must lose on every dimension.
 #include <gtest/gtest.h>
@@ -7,10 +7,10 @@
 #include <mutex>
 #include <thread>
 
-#include "cma_transport.h"
-#include "loopback_transport.h"
+#include "transports/cma_transport.h"
+#include "transports/loopback_transport.h"
 #include "test_support.h"
-#include "transport_choice.h"
+#include "transports/transport_choice.h"
 
 using namespace themis;
 

@@ -6,7 +6,7 @@
 
 #include "engine.h"
 #include "host_memory.h"
-#include "ucx_transport.h"
+#include "transports/ucx_transport.h"
 
 namespace themis {
 namespace {

@@ -7,10 +7,10 @@
 
 #include <cstdio>
 
-#include "cma_transport.h"
+#include "transports/cma_transport.h"
 #include "coll_themis_calibrate.h"
 #include "coll_themis_op.h"
-#include "transport_choice.h"
+#include "transports/transport_choice.h"
 
 namespace themis {
 

@@ -1,11 +1,12 @@
 // coll_themis_node_transport.h: the node-local single-copy transport, where it pays.
 //
-// Dimensions whose groups each sit on one node may run on src/cma_transport.h (ranks read
-// their peers' buffers with process_vm_readv) instead of the communicator's transport.
-// coll_themis_node_transport decides: `transport` never, `cma` wherever every rank can read
-// its node peers, `auto` (default) per dimension by measurement (src/transport_choice.h: an
-// All-Reduce confined to the dimension, on both transports, the same request as the
-// communicator's own). Agreed by every rank at set-up, never per call.
+// Dimensions whose groups each sit on one node may run on src/transports/cma_transport.h
+// (ranks read their peers' buffers with process_vm_readv) instead of the communicator's
+// transport. coll_themis_node_transport decides: `transport` never, `cma` wherever every
+// rank can read its node peers, `auto` (default) per dimension by measurement
+// (src/transports/transport_choice.h: an All-Reduce confined to the dimension, on both
+// transports, the same request as the communicator's own). Agreed by every rank at set-up,
+// never per call.
 #pragma once
 
 #include "coll_themis_prelude.h"

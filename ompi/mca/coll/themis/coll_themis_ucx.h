@@ -9,7 +9,7 @@
 
 #include "coll_themis.h"
 #include "rank_layout.h"
-#include "ucx_transport.h"
+#include "transports/ucx_transport.h"
 
 namespace themis {
 

@@ -9,7 +9,7 @@
 #include <stdexcept>
 
 #include "coll_themis_cuda.h"
-#include "control_channels.h"
+#include "transports/control_channels.h"
 #include "cuda/driver.h"
 #include "cuda/events.h"
 #include "cuda/ipc_handles.h"

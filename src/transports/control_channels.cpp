@@ -1,5 +1,5 @@
 // control_channels: small control messages sorted by kind (see control_channels.h).
-#include "control_channels.h"
+#include "transports/control_channels.h"
 
 #include <cstring>
 #include <stdexcept>

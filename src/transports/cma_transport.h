@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "control_channels.h"
+#include "transports/control_channels.h"
 #include "transport.h"
 
 namespace themis {

@@ -1,5 +1,5 @@
 // ucx_transport: UCP context, worker, endpoints and tagged messages (see ucx_transport.h).
-#include "ucx_transport.h"
+#include "transports/ucx_transport.h"
 
 #include <chrono>
 #include <stdexcept>

@@ -1,5 +1,5 @@
 // cma_transport: node-local messages read straight from the sender (see cma_transport.h).
-#include "cma_transport.h"
+#include "transports/cma_transport.h"
 
 #include <sys/prctl.h>
 #include <sys/uio.h>

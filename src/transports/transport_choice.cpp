@@ -1,5 +1,5 @@
 // transport_choice: per dimension, the faster of two transports (see transport_choice.h).
-#include "transport_choice.h"
+#include "transports/transport_choice.h"
 
 #include <algorithm>
 #include <chrono>
