@@ -73,11 +73,11 @@ class EngineCall : public PendingCall {
 };
 
 // Whether a call may set its communicator up, and with what buffers. Blocking calls set
-// it up; nonblocking ones use it once set up, or ask the next barrier to set it up. Whether a
-// communicator runs its node dimensions device-direct is decided then, once, by every rank
-// together: only a communicator whose first call carries device buffers everywhere (a GPU
-// application's gradient communicator, say) pays the device-memory path for host buffers later; one
-// set up by host buffers keeps the plain transport.
+// it up; nonblocking ones use it once set up, or ask the next barrier to set it up.
+// Whether a communicator runs its node dimensions device-direct is decided then, once, by
+// every rank together: only a communicator whose first call carries device buffers
+// everywhere (a GPU application's gradient communicator, say) pays the device-memory path
+// for host buffers later; one set up by host buffers keeps the plain transport.
 enum class SetUp { AtBarrier, AtBarrierByDevice, ByHostCall, ByDeviceCall };
 
 // The context a call runs on, or nullptr: the previous module runs it.

@@ -47,14 +47,17 @@ Mapping *IpcCache::open(int pid, const Export &e) {
     trim(limit() - 1);
     Mapping m;
     m.key = key;
-    CUresult r = drv().cuIpcOpenMemHandle(&m.base, e.handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    auto open_handle = [&] {
+        return drv().cuIpcOpenMemHandle(&m.base, e.handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    };
+    CUresult r = open_handle();
     if (r == CUDA_ERROR_ALREADY_MAPPED) {
         // The driver maps a piece of memory once per process: the peer freed an
         // allocation we still hold open and its memory now backs this new one (at another
         // address). Our mappings of that peer that no copy reads are either such dead
         // allocations or cheap to open again.
         close_unused(pid, kAnyBase);
-        r = drv().cuIpcOpenMemHandle(&m.base, e.handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+        r = open_handle();
     }
     check(r, "cuIpcOpenMemHandle");
     m.users = 1;
