@@ -40,15 +40,37 @@ struct Running {
     double size; // the stage's larger side, counted against the byte bound
 };
 
+// One collective of a replay: its chunks' range and each dimension's issue order.
+struct CallOrder {
+    int first_chunk = 0, end_chunk = 0;
+    std::vector<std::vector<StageRef>> dim_order; // chunk refs into the joined chunks
+    std::vector<size_t> position;                 // per dimension: next in dim_order
+    size_t left = 0;                              // stages not yet finished
+};
+
 class Simulation {
   public:
+    // Without calls the policy chooses; with them, every dimension starts exactly the
+    // stages of each call's order, calls sharing it as `rule` says (the engine's queues).
     Simulation(const Topology &topo, const std::vector<ChunkSchedule> &chunks,
-               const OrderingParams &params)
+               const OrderingParams &params, std::vector<CallOrder> calls = {},
+               CrossCall rule = CrossCall::InOrder)
         : topo_(topo), chunks_(chunks), params_(params), served_after_{params.intra},
-          queue_(topo.num_dims()), running_(topo.num_dims()) {
+          calls_(std::move(calls)), rule_(rule), queue_(topo.num_dims()),
+          running_(topo.num_dims()) {
+        if (!calls_.empty()) {
+            ready_stage_.assign(chunks_.size(), -1);
+            ready_at_.assign(chunks_.size(), 0.0);
+            call_of_.assign(chunks_.size(), 0);
+            for (size_t c = 0; c < calls_.size(); ++c) {
+                for (int k = calls_[c].first_chunk; k < calls_[c].end_chunk; ++k)
+                    call_of_[k] = int(c);
+                calls_[c].position.assign(topo.num_dims(), 0);
+            }
+        }
         out_.dim_order.resize(topo.num_dims());
         size_t stages = 0;
-        for (const ChunkSchedule &c : chunks) stages += c.stages.size();
+        for (const ChunkSchedule &c : chunks_) stages += c.stages.size();
         out_.runs.reserve(stages);
         out_.busy.assign(topo.num_dims(), 0.0);
     }
@@ -59,18 +81,31 @@ class Simulation {
         start_ready();
         while (any_running()) advance();
         out_.makespan = now_;
+        for (const CallOrder &call : calls_)
+            for (int d = 0; d < topo_.num_dims(); ++d)
+                if (call.position[d] < call.dim_order[d].size()) // queued before its predecessor
+                    out_.makespan = std::numeric_limits<double>::infinity();
         return std::move(out_);
     }
 
   private:
     const Stage &stage(StageRef r) const { return chunks_[r.chunk].stages[r.stage]; }
 
-    void make_ready(StageRef r) {
+    // The stage's larger side: SCF's key and what counts against the byte bound.
+    double size(StageRef r) const {
         const Stage &s = stage(r);
-        double key =
-            std::max(s.input_bytes, stage_output_bytes(topo_.dim(s.dim), s.phase, s.input_bytes));
-        auto &q = queue_[s.dim];
-        q.push_back({r, next_seq_++, key, now_});
+        return std::max(s.input_bytes,
+                        stage_output_bytes(topo_.dim(s.dim), s.phase, s.input_bytes));
+    }
+
+    void make_ready(StageRef r) {
+        if (!calls_.empty()) {
+            ready_stage_[r.chunk] = r.stage;
+            ready_at_[r.chunk] = now_;
+            return;
+        }
+        auto &q = queue_[stage(r).dim];
+        q.push_back({r, next_seq_++, size(r), now_});
         std::push_heap(q.begin(), q.end(), served_after_);
     }
 
@@ -84,25 +119,77 @@ class Simulation {
     }
 
     void start_ready() {
-        for (int d = 0; d < topo_.num_dims(); ++d) {
-            auto &q = queue_[d];
-            while (!q.empty() && static_cast<int>(running_[d].size()) < params_.max_active) {
-                // The policy's next stage is next in the dimension's order: if it does not
-                // fit, nothing starts before it.
-                if (!fits(d, q.front().key)) break;
-                std::pop_heap(q.begin(), q.end(), served_after_);
-                const Ready r = q.back();
-                q.pop_back();
-                const Stage &s = stage(r.ref);
-                const Dimension &dim = topo_.dim(d);
-                // Recorded as they start: runs come out in start order.
-                const size_t run = out_.runs.size();
-                out_.runs.push_back({r.ref, d, r.ready, now_, 0});
-                out_.dim_order[d].push_back(r.ref);
-                running_[d].push_back({run, stage_latency(dim),
-                                       stage_bytes_sent(dim, s.phase, s.input_bytes), r.key});
+        for (int d = 0; d < topo_.num_dims(); ++d)
+            if (!calls_.empty())
+                start_in_order(d);
+            else
+                start_by_policy(d);
+    }
+
+    void start_by_policy(int d) {
+        auto &q = queue_[d];
+        while (!q.empty() && static_cast<int>(running_[d].size()) < params_.max_active) {
+            // The policy's next stage is next in the dimension's order: if it does not
+            // fit, nothing starts before it.
+            if (!fits(d, q.front().key)) break;
+            std::pop_heap(q.begin(), q.end(), served_after_);
+            const Ready r = q.back();
+            q.pop_back();
+            start(d, r.ref, r.ready, r.key);
+        }
+    }
+
+    // The engine's rule: each call's next stage on d starts once it is ready, a slot is free
+    // and it fits; until then it holds back the stages behind it, and (InOrder) the later
+    // calls' too. FillIdle lets a later call start a stage while the earlier ones wait for
+    // their chunks, in a slot and bytes the oldest call in flight does not need.
+    void start_in_order(int d) {
+        size_t oldest = 0;
+        while (oldest < calls_.size() && calls_[oldest].left == 0) ++oldest;
+        for (size_t c = oldest; c < calls_.size(); ++c) {
+            CallOrder &call = calls_[c];
+            const auto &order = call.dim_order[d];
+            size_t &next = call.position[d];
+            while (next < order.size()) {
+                const StageRef r = order[next];
+                if (ready_stage_[r.chunk] != r.stage) {
+                    if (rule_ == CrossCall::InOrder) return;
+                    break; // FillIdle: the next call may use the dimension meanwhile
+                }
+                if (!may_start(d, c, oldest, size(r))) return;
+                ready_stage_[r.chunk] = -1;
+                start(d, r, ready_at_[r.chunk], size(r));
+                ++next;
             }
         }
+    }
+
+    // The engine's slots and byte bound (engine.h): under FillIdle a later call leaves the
+    // oldest one slot, and the oldest counts only its own stages against the bound.
+    bool may_start(int d, size_t call, size_t oldest, double bytes) const {
+        const int running = static_cast<int>(running_[d].size());
+        if (rule_ == CrossCall::InOrder) return running < params_.max_active && fits(d, bytes);
+        if (call != oldest) return running < params_.max_active - 1 && fits(d, bytes);
+        if (running >= params_.max_active) return false;
+        double own = 0;
+        bool any = false;
+        for (const auto &r : running_[d])
+            if (call_of_[out_.runs[r.run].ref.chunk] == static_cast<int>(oldest)) {
+                own += r.size;
+                any = true;
+            }
+        return !any || params_.max_active_bytes <= 0 || own + bytes <= params_.max_active_bytes;
+    }
+
+    void start(int d, StageRef ref, double ready, double key) {
+        const Stage &s = stage(ref);
+        const Dimension &dim = topo_.dim(d);
+        // Recorded as they start: runs come out in start order.
+        const size_t run = out_.runs.size();
+        out_.runs.push_back({ref, d, ready, now_, 0});
+        out_.dim_order[d].push_back(ref);
+        running_[d].push_back(
+            {run, stage_latency(dim), stage_bytes_sent(dim, s.phase, s.input_bytes), key});
     }
 
     bool any_running() const {
@@ -151,6 +238,7 @@ class Simulation {
                 if (running[i].latency_left <= 0 && running[i].bytes_left <= 0) {
                     out_.runs[running[i].run].end = now_ + dt;
                     finished.push_back(out_.runs[running[i].run].ref);
+                    if (!calls_.empty()) --calls_[call_of_[finished.back().chunk]].left;
                     running.erase(running.begin() + static_cast<long>(i));
                 } else {
                     ++i;
@@ -168,7 +256,14 @@ class Simulation {
     const std::vector<ChunkSchedule> &chunks_;
     OrderingParams params_;
     ServedAfter served_after_;
+    std::vector<CallOrder> calls_;
+    CrossCall rule_;
+    std::vector<int> call_of_;              // per chunk, with calls
     std::vector<std::vector<Ready>> queue_; // per dimension: a heap, next served first
+    // With calls: per chunk its stage that is ready and not started (-1: none), and since
+    // when.
+    std::vector<int> ready_stage_;
+    std::vector<double> ready_at_;
     std::vector<std::vector<Running>> running_;
     Ordering out_;
     // Scratch of advance(), kept between events (the planner runs many simulations).
@@ -185,6 +280,35 @@ Ordering simulate_schedule(const Topology &topo, const std::vector<ChunkSchedule
     OrderingParams p = params;
     p.max_active = std::max(1, p.max_active);
     return Simulation(topo, chunks, p).run();
+}
+
+Ordering replay_schedule(const Topology &topo, const std::vector<ChunkSchedule> &chunks,
+                         const std::vector<std::vector<StageRef>> &dim_order,
+                         const OrderingParams &params) {
+    return replay_calls(topo, {{&chunks, &dim_order}}, params, CrossCall::InOrder);
+}
+
+Ordering replay_calls(const Topology &topo, const std::vector<ReplayCall> &calls,
+                      const OrderingParams &params, CrossCall rule) {
+    OrderingParams p = params;
+    p.max_active = std::max(1, p.max_active);
+    std::vector<ChunkSchedule> chunks;
+    std::vector<CallOrder> orders;
+    for (const ReplayCall &call : calls) {
+        CallOrder order;
+        order.first_chunk = static_cast<int>(chunks.size());
+        for (const ChunkSchedule &c : *call.chunks) {
+            chunks.push_back(c);
+            order.left += c.stages.size();
+        }
+        order.end_chunk = static_cast<int>(chunks.size());
+        order.dim_order.resize(topo.num_dims());
+        for (int d = 0; d < topo.num_dims() && d < int(call.dim_order->size()); ++d)
+            for (StageRef r : (*call.dim_order)[d])
+                order.dim_order[d].push_back({r.chunk + order.first_chunk, r.stage});
+        orders.push_back(std::move(order));
+    }
+    return Simulation(topo, chunks, p, std::move(orders), rule).run();
 }
 
 double ideal_time(const Topology &topo, Collective coll, double bytes) {

@@ -63,6 +63,31 @@ struct Ordering {
 Ordering simulate_schedule(const Topology &topo, const std::vector<ChunkSchedule> &chunks,
                            const OrderingParams &params);
 
+// The same simulation with each dimension starting exactly the stages of dim_order[d], in
+// that order (the engine's rule: a stage not yet ready holds back those behind it), instead
+// of the policy's choice; params.intra is not used. A stage ordered before its chunk's
+// previous stage on the same dimension never starts: the makespan is then infinite.
+Ordering replay_schedule(const Topology &topo, const std::vector<ChunkSchedule> &chunks,
+                         const std::vector<std::vector<StageRef>> &dim_order,
+                         const OrderingParams &params);
+
+// How collectives in flight together share a dimension's slots (see engine.h):
+//   InOrder   every stage of an earlier call before any stage of a later one
+//   FillIdle  a later call may start its next stage while the earlier calls' next stages
+//             wait for their chunks' previous stages, in a slot and bytes the oldest call
+//             does not need (it always has one slot and its own byte bound)
+enum class CrossCall { InOrder, FillIdle };
+
+struct ReplayCall {
+    const std::vector<ChunkSchedule> *chunks;
+    const std::vector<std::vector<StageRef>> *dim_order;
+};
+
+// Several collectives started together, each issuing its own dim_order (as the engine runs
+// the plans of nonblocking calls in flight); runs' chunk numbers count across the calls.
+Ordering replay_calls(const Topology &topo, const std::vector<ReplayCall> &calls,
+                      const OrderingParams &params, CrossCall rule);
+
 // T_ideal of the paper: every rank must send 2S(1-1/N) bytes for an All-Reduce (S(1-1/N)
 // for RS or AG alone) over the sum of its dimensions' bandwidths.
 double ideal_time(const Topology &topo, Collective coll, double bytes);

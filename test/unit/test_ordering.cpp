@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <random>
 #include <set>
@@ -494,6 +495,61 @@ TEST(OrderingPaper, BandwidthOnlyUtilisationMatchesPublishedAverages) {
             << policy_name(v.policy) << "+" << intra_policy_name(v.intra) << " average " << avg;
     }
     EXPECT_GE(variants[2].sum / cases, 0.94);
+}
+
+// ---------------------------------------------------------------------------------------
+// Replays: given issue orders, one call or several in flight together (the engine's rules)
+
+TEST(OrderingReplay, ItsOwnOrderReproducesTheSimulation) {
+    // The engine issues each dimension's stages in the order the simulation started them:
+    // replaying that order must give back every stage's times, under K and a byte bound.
+    Topology t({dim(2, 1e6, 2e-6, Algorithm::Ring), dim(2, 2e6, 1e-6, Algorithm::Ring),
+                dim(2, 4e6, 5e-6, Algorithm::Ring)});
+    SchedulerParams sp;
+    for (int k : {1, 2, 4}) {
+        OrderingParams o = op(IntraPolicy::Scf, k);
+        o.max_active_bytes = 3e5;
+        auto s = schedule_chunks(t, Collective::AllReduce, split_bytes(4e6, 24), sp);
+        const Ordering sim = simulate_schedule(t, s, o);
+        const Ordering rep = replay_schedule(t, s, sim.dim_order, o);
+        ASSERT_TRUE(close_rel(rep.makespan, sim.makespan, 1e-12)) << "K=" << k;
+        ASSERT_EQ(rep.runs.size(), sim.runs.size());
+        for (const StageRun &r : sim.runs) {
+            const StageRun &q = run_of(rep, r.ref.chunk, r.ref.stage);
+            EXPECT_TRUE(close_rel(q.start, r.start, 1e-12) && close_rel(q.end, r.end, 1e-12))
+                << "K=" << k << " chunk " << r.ref.chunk << " stage " << r.ref.stage;
+        }
+    }
+}
+
+TEST(OrderingReplay, AStageOrderedBeforeItsPredecessorNeverStarts) {
+    auto s = std::vector<ChunkSchedule>{chunk({rs(0, 2), ag(0, 1)})};
+    std::vector<std::vector<StageRef>> backwards = {{{0, 1}, {0, 0}}};
+    EXPECT_TRUE(
+        std::isinf(replay_schedule(one_dim(), s, backwards, op(IntraPolicy::Scf)).makespan));
+}
+
+TEST(OrderingReplay, ALaterCallFillsWhatTheEarlierLeavesIdle) {
+    // Two dimensions of 2 peers at 1 byte/s, K = 2. Call A: RS on dim 0 (input 2: 1 s),
+    // then dim 1 (input 1: 0.5 s). Call B the other way round.
+    //   InOrder: dim 1 waits for A's second stage (t = 1), then runs A's (0.5 B) and B's
+    //            first (1 B) together: A's ends at 2, B's at 2.5; B's dim-0 stage 2.5-3.0.
+    //   FillIdle: B's first stage runs on dim 1 from t = 0 beside A's on dim 0; at t = 1
+    //            both second stages start, each alone on its dimension: done at 1.5.
+    Topology t({dim(2, 1.0, 0, Algorithm::Ring), dim(2, 1.0, 0, Algorithm::Ring)});
+    const std::vector<ChunkSchedule> a = {chunk({rs(0, 2), rs(1, 1)})};
+    const std::vector<ChunkSchedule> b = {chunk({rs(1, 2), rs(0, 1)})};
+    const std::vector<std::vector<StageRef>> a_order = {{{0, 0}}, {{0, 1}}};
+    const std::vector<std::vector<StageRef>> b_order = {{{0, 1}}, {{0, 0}}};
+    const std::vector<ReplayCall> calls = {{&a, &a_order}, {&b, &b_order}};
+    EXPECT_TRUE(close_rel(
+        replay_calls(t, calls, op(IntraPolicy::Scf, 2), CrossCall::InOrder).makespan, 3.0, 1e-12));
+    EXPECT_TRUE(close_rel(
+        replay_calls(t, calls, op(IntraPolicy::Scf, 2), CrossCall::FillIdle).makespan, 1.5, 1e-12));
+    // With K = 1 the oldest call keeps its one slot: FillIdle is InOrder.
+    EXPECT_TRUE(close_rel(
+        replay_calls(t, calls, op(IntraPolicy::Scf, 1), CrossCall::FillIdle).makespan,
+        replay_calls(t, calls, op(IntraPolicy::Scf, 1), CrossCall::InOrder).makespan, 1e-12));
 }
 
 TEST(OrderingNames, IntraPolicyNames) {
