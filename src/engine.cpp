@@ -40,16 +40,38 @@ bool Engine::fits(int d, uint64_t bytes) const {
            active_bytes_[d] + bytes <= max_active_bytes_;
 }
 
+const Execution *Engine::oldest() const {
+    for (const Execution *execution : executions_)
+        if (!execution->done()) return execution;
+    return nullptr;
+}
+
 void Engine::start_ready_ops(int d) {
-    // Strictly in order: an execution's waiting op holds back the later executions too.
+    const Execution *first = oldest();
     for (Execution *execution : executions_) {
         for (;;) {
-            if (static_cast<int>(active_[d].size()) >= max_active_) return;
-            const Execution::Next next = execution->start_next(d);
-            if (next == Execution::Next::Waiting) return;
-            if (next == Execution::Next::None) break;
+            const Execution::Next next = execution->start_next(d, execution == first);
+            if (next == Execution::Next::Started) continue;
+            if (next == Execution::Next::Blocked) return; // no later call passes it
+            break; // None, or waiting for its chunk: the next call may use the dimension
         }
     }
+}
+
+bool Engine::may_start(int d, const Execution &execution, bool oldest, uint64_t bytes) const {
+    const int running = static_cast<int>(active_[d].size());
+    if (!oldest) // a later call leaves the oldest a slot, and counts every stage's bytes
+        return running < max_active_ - 1 && fits(d, bytes);
+    if (running >= max_active_) return false;
+    // The oldest call counts only its own stages: a later call never holds it back.
+    uint64_t own = 0;
+    bool any = false;
+    for (const Active &a : active_[d])
+        if (a.execution == &execution) {
+            own += a.bytes;
+            any = true;
+        }
+    return max_active_bytes_ == 0 || !any || own + bytes <= max_active_bytes_;
 }
 
 bool Engine::progress_active(int d) {
@@ -144,15 +166,15 @@ double Execution::now() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
 }
 
-Execution::Next Execution::start_next(int d) {
+Execution::Next Execution::start_next(int d, bool oldest) {
     const auto &queue = plan_->dim_queue[d];
     if (next_[d] >= queue.size()) return Next::None;
     const int op_index = queue[next_[d]];
     const PlanOp &op = plan_->ops[op_index];
     const uint64_t bytes = op_bytes_.empty() ? 0 : op_bytes_[op_index];
-    if (op.previous >= 0 && !op_done_[op.previous]) return Next::Waiting; // strictly in order
-    if (!engine_.fits(d, bytes)) return Next::Waiting;      // wait for running stages to drain
-    if (hooks_ && !hooks_->ready(op)) return Next::Waiting; // its data is not in place yet
+    if (op.previous >= 0 && !op_done_[op.previous]) return Next::ChunkWaits; // strictly in order
+    if (!engine_.may_start(d, *this, oldest, bytes)) return Next::Blocked;   // slots or bytes
+    if (hooks_ && !hooks_->ready(op)) return Next::Blocked; // its data is not in place yet
     StageContext ctx{
         engine_.transport(), reducer_, memory_, work_, op, engine_.topology().dim(d).peers,
         tag_base_[op_index], hooks_};

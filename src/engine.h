@@ -15,13 +15,18 @@
 // tags of concurrent or successive collectives never meet.
 //
 // Collectives in flight together (nonblocking calls) share the dimensions' queues: each
-// dimension has one K and one byte bound for all of them, and serves them in the order
-// they were started (every op of an earlier collective on that dimension before any op of
-// a later one; within one collective, its plan's order). MPI makes every rank start the
-// collectives of a communicator in the same order, so every rank of a dimension group
-// issues the same ops in the same order, whatever the timing: no rank can hold a slot for
-// an op its peers will only issue after an op that waits on it. An earlier collective
-// never waits on a later one, so progress is guaranteed for all of them.
+// dimension has one K and one byte bound for all of them and serves them in the order they
+// were started (MPI makes every rank start a communicator's collectives in the same
+// order); within one collective, every rank issues its ops in its plan's order. A later
+// collective may start an op on a dimension while the earlier ones' next ops there wait
+// for their chunks' previous stages, so that each call's pipeline start fills the slots
+// the earlier call's pipeline end leaves idle (ordering.h models it: CrossCall::FillIdle;
+// for calls of few chunks it matters most). What keeps that free of deadlock: the oldest
+// collective in flight on this rank may always use a slot (later ones take at most K - 1)
+// and counts only its own stages against the byte bound. The oldest collective not yet
+// complete everywhere is the oldest in flight on every rank that still runs it, so its
+// ops, issued in the same order everywhere, can always start once their chunks allow: it
+// completes, and then the next one becomes the oldest.
 //
 // A call whose data does not simply sit in one host buffer (device memory staged through
 // host buffers, see staging.h) passes RunOptions: its own Memory for temporaries, and
@@ -88,10 +93,12 @@ class Execution {
 
   private:
     friend class Engine;
-    enum class Next { Started, Waiting, None };
-    // Starts this execution's next op on dimension d if it may start now; None when it
-    // has no more ops there.
-    Next start_next(int d);
+    enum class Next { Started, ChunkWaits, Blocked, None };
+    // Starts this execution's next op on dimension d if it may start now: ChunkWaits when
+    // the op waits for its chunk's previous stage, Blocked when for a slot, bytes under the
+    // bound or its data; None when it has no more ops there. `oldest`: no execution of the
+    // engine started before this one is still in flight.
+    Next start_next(int d, bool oldest);
     void finish(int op);
     double now() const;
 
@@ -148,8 +155,12 @@ class Engine {
     };
     // Tag base of the next op issued on dimension d.
     int next_tag_base(int d);
+    // The first execution in start order that is not complete, or nullptr.
+    const Execution *oldest() const;
     // Starts ops on dimension d, executions in start order, while slots and bytes allow.
     void start_ready_ops(int d);
+    // Whether `execution`'s next op of `bytes` may take a slot on dimension d (see above).
+    bool may_start(int d, const Execution &execution, bool oldest, uint64_t bytes) const;
     // Whether a stage of `bytes` may join those running on dimension d: an idle dimension
     // takes any stage, so every stage can run.
     bool fits(int d, uint64_t bytes) const;

@@ -598,11 +598,12 @@ TEST(EngineSequence, TwoCollectivesInFlightAtOnce) {
     }
 }
 
-TEST(EngineSequence, CollectivesInFlightShareEachDimensionInStartOrder) {
+TEST(EngineSequence, CollectivesInFlightKeepTheirOrderAndFillIdleSlots) {
     // Three collectives started back to back on every rank, progressed in another order on
-    // odd ranks: every dimension issues all ops of the first before any op of the second
-    // (each op's tags are tag_base + step, tag bases numbered in issue order), and the
-    // shared slots (K = 2 for all three together) still complete them all.
+    // odd ranks: on every dimension each issues its ops in its plan's order (tag bases are
+    // numbered in plan order, call after call), a later one starts ops while an earlier
+    // one's next op waits for its chunk (FillIdle), and the shared slots (K = 2 for all
+    // three together) still complete them all, exactly.
     Topology t = parse_topology("4x2:alg=ring,direct");
     Config c;
     c.k = 2;
@@ -617,11 +618,16 @@ TEST(EngineSequence, CollectivesInFlightShareEachDimensionInStartOrder) {
             for (uint64_t e = 0; e < count; ++e) buf[k][r][e] = ival(r, e + k);
     SumReducer<int64_t> sum;
     std::vector<std::unique_ptr<Execution>> execs;
+    std::vector<size_t> ops_per_call; // per dimension, the same plan for every call
     for (int r = 0; r < n; ++r) {
         std::vector<std::unique_ptr<Execution>> mine;
-        for (int k = 0; k < calls; ++k)
-            mine.push_back(w.engines[r]->start(w.plan(Collective::AllReduce, {count}, 8, r),
-                                               reinterpret_cast<char *>(buf[k][r].data()), sum));
+        for (int k = 0; k < calls; ++k) {
+            auto plan = w.plan(Collective::AllReduce, {count}, 8, r);
+            if (r == 0 && k == 0)
+                for (const auto &queue : plan->dim_queue) ops_per_call.push_back(queue.size());
+            mine.push_back(
+                w.engines[r]->start(plan, reinterpret_cast<char *>(buf[k][r].data()), sum));
+        }
         if (r % 2) std::reverse(mine.begin(), mine.end());
         for (auto &e : mine) execs.push_back(std::move(e));
     }
@@ -634,17 +640,25 @@ TEST(EngineSequence, CollectivesInFlightShareEachDimensionInStartOrder) {
             for (int q = 0; q < n; ++q) want += ival(q, e + k);
             for (int r = 0; r < n; ++r) ASSERT_EQ(buf[k][r][e], want) << "call " << k;
         }
+    int passed = 0; // ops issued before an op of an earlier call
     for (int r = 0; r < n; ++r)
         for (int d = 0; d < t.num_dims(); ++d) {
-            int last = -1;
+            std::vector<int> last(calls, -1);
             std::set<int> seen; // a stage's later steps come after other stages' first ones
             for (auto [dim, tag] : w.transports[r]->tags) {
                 const int op = tag / t.dim(d).peers;
                 if (dim != d || !seen.insert(op).second) continue;
-                ASSERT_GT(op, last) << "rank " << r << " dim " << d << ": op issued out of order";
-                last = op;
+                const int call = op / static_cast<int>(ops_per_call[d]);
+                ASSERT_GT(op, last[call]) << "rank " << r << " dim " << d << ": out of plan order";
+                last[call] = op;
+                for (int earlier = 0; earlier < call; ++earlier)
+                    if (last[earlier] < static_cast<int>((earlier + 1) * ops_per_call[d]) - 1) {
+                        ++passed;
+                        break;
+                    }
             }
         }
+    EXPECT_GT(passed, 0) << "no later call ever used a slot an earlier one left idle";
     EXPECT_TRUE(w.clean());
 }
 
