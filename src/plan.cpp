@@ -203,6 +203,7 @@ Plan compile_plan(const Topology &topo, const PlanRequest &req) {
 
     Prediction chosen = predict_plan(topo, req);
     const int chunks = static_cast<int>(chosen.schedule.size());
+    plan.carried_load = carried_after(chosen, req);
     plan.schedule = std::move(chosen.schedule);
     const Ordering &order = chosen.ordering;
     for (const Dimension &d : chosen.topology.dims()) plan.algorithms.push_back(d.algorithm);

@@ -63,6 +63,9 @@ struct PlanRequest {
     SchedulerParams scheduler;
     OrderingParams ordering;
     int rank = 0;
+    // Per dimension, the load the calls in flight before this one left unbalanced (the
+    // previous plan's Plan::carried_load; empty: none): the load tracker starts from it.
+    std::vector<double> carried_load;
 };
 
 // Every field of a request that shapes its plan, in one list: the plan cache compares and
@@ -71,7 +74,7 @@ inline auto plan_request_key(const PlanRequest &r) {
     return std::tie(r.collective, r.element_size, r.block_counts, r.block_displs, r.chunks,
                     r.min_chunk_bytes, r.scheduler.policy, r.scheduler.load_model,
                     r.scheduler.threshold, r.ordering.intra, r.ordering.max_active,
-                    r.ordering.max_active_bytes, r.rank);
+                    r.ordering.max_active_bytes, r.rank, r.carried_load);
 }
 
 // One stage of one chunk on one dimension, as this rank runs it.
@@ -99,6 +102,8 @@ struct Plan {
     std::vector<Algorithm> algorithms; // per dimension: what its stages run (the planner's)
     double predicted_time = 0;         // seconds, from the ordering simulation
     std::vector<double> busy;          // per dimension, seconds
+    // What this call leaves a call started right after it (scheduler.h carried_load()).
+    std::vector<double> carried_load;
 
     // One line per chunk: "c0 RS 0,1 AG 1,0" (for verbose output).
     std::string describe() const;

@@ -7,11 +7,11 @@ namespace themis {
 
 namespace {
 
-void hash_field(Fnv1a &h, const std::vector<uint64_t> &v) {
-    h.value(v.size());
-    for (uint64_t x : v) h.value(x);
-}
 template <typename T> void hash_field(Fnv1a &h, const T &v) { h.value(v); }
+template <typename T> void hash_field(Fnv1a &h, const std::vector<T> &v) {
+    h.value(v.size());
+    for (const T &x : v) h.value(x);
+}
 
 } // namespace
 

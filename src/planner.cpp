@@ -91,7 +91,8 @@ int effective_chunks(const PlanRequest &req) {
 Prediction predict(const Topology &topo, const PlanRequest &req, int chunks) {
     Prediction p;
     p.topology = topo;
-    p.schedule = schedule_chunks(topo, req.collective, chunk_bytes(req, chunks), req.scheduler);
+    p.schedule = schedule_chunks(topo, req.collective, chunk_bytes(req, chunks), req.scheduler,
+                                 req.carried_load);
     p.ordering = simulate_schedule(topo, p.schedule, req.ordering);
     return p;
 }
@@ -107,6 +108,11 @@ Prediction predict_plan(const Topology &topo, const PlanRequest &req) {
     Best best = search_chunks(topo, req, limit);
     if (search_algorithms(req, best)) search_neighbours(req, limit, best);
     return std::move(best.prediction);
+}
+
+std::vector<double> carried_after(const Prediction &p, const PlanRequest &req) {
+    return carried_load(p.topology, req.collective, p.schedule, req.scheduler, req.carried_load,
+                        p.ordering.makespan);
 }
 
 } // namespace themis

@@ -47,4 +47,8 @@ Prediction predict(const Topology &topo, const PlanRequest &req, int chunks);
 // The planner's choice for the request, and its prediction.
 Prediction predict_plan(const Topology &topo, const PlanRequest &req);
 
+// What the call `p` plans for `req` leaves the next call in flight with it: the carried
+// load (scheduler.h carried_load()) of its schedule, in units of its predicted time.
+std::vector<double> carried_after(const Prediction &p, const PlanRequest &req);
+
 } // namespace themis

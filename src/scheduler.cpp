@@ -35,10 +35,20 @@ namespace {
 // Per-dimension load, in seconds of predicted work (paper Fig. 6 "Dim Load Tracker").
 class DimLoadTracker {
   public:
-    DimLoadTracker(const Topology &topo, LoadModel model)
-        : topo_(topo), model_(model), load_(topo.num_dims(), 0.0) {}
+    DimLoadTracker(const Topology &topo, LoadModel model, const std::vector<double> &carried)
+        : topo_(topo), model_(model), load_(topo.num_dims(), 0.0) {
+        for (size_t d = 0; d < carried.size() && d < load_.size(); ++d) load_[d] = carried[d];
+    }
 
     double load(int d) const { return load_[d]; }
+
+    // The tracker charges RS stages (an All-Reduce's AG half mirrors them) or, for a
+    // standalone AG, its AG stages.
+    void charge(Collective coll, const ChunkSchedule &chunk) {
+        for (const Stage &s : chunk.stages)
+            if (coll == Collective::AllGather || s.phase == Phase::ReduceScatter)
+                charge(s.dim, s.phase, s.input_bytes);
+    }
 
     double stage_cost(int d, Phase phase, double input) const {
         const Dimension &dim = topo_.dim(d);
@@ -114,10 +124,11 @@ std::vector<Stage> chunk_stages(const Topology &topo, Collective coll,
 
 std::vector<ChunkSchedule> schedule_chunks(const Topology &topo, Collective coll,
                                            const std::vector<double> &chunk_bytes,
-                                           const SchedulerParams &params) {
+                                           const SchedulerParams &params,
+                                           const std::vector<double> &carried) {
     const std::vector<int> ascending = active_dims(topo);
     const std::vector<int> descending(ascending.rbegin(), ascending.rend());
-    DimLoadTracker tracker(topo, params.load_model);
+    DimLoadTracker tracker(topo, params.load_model, carried);
 
     std::vector<ChunkSchedule> out;
     out.reserve(chunk_bytes.size());
@@ -132,13 +143,26 @@ std::vector<ChunkSchedule> schedule_chunks(const Topology &topo, Collective coll
             themis ? themis_order(topo, tracker, baseline, gather, bytes, params.threshold)
                    : baseline;
         chunk.stages = chunk_stages(topo, coll, order, bytes);
-        // The tracker charges RS stages (an All-Reduce's AG half mirrors them) or, for a
-        // standalone AG, its AG stages.
-        for (const Stage &s : chunk.stages)
-            if (coll == Collective::AllGather || s.phase == Phase::ReduceScatter)
-                tracker.charge(s.dim, s.phase, s.input_bytes);
+        tracker.charge(coll, chunk);
         out.push_back(std::move(chunk));
     }
+    return out;
+}
+
+std::vector<double> carried_load(const Topology &topo, Collective coll,
+                                 const std::vector<ChunkSchedule> &schedule,
+                                 const SchedulerParams &params, const std::vector<double> &carried,
+                                 double unit) {
+    DimLoadTracker tracker(topo, params.load_model, carried);
+    for (const ChunkSchedule &chunk : schedule) tracker.charge(coll, chunk);
+    const std::vector<int> active = active_dims(topo);
+    std::vector<double> out(topo.num_dims(), 0.0);
+    if (active.empty() || !(unit > 0)) return out;
+    double least = tracker.load(active[0]);
+    for (int d : active) least = std::min(least, tracker.load(d));
+    const double grid = unit / 64;
+    for (int d : active)
+        out[d] = std::min(std::round((tracker.load(d) - least) / grid), 8.0) * grid;
     return out;
 }
 

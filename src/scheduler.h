@@ -66,9 +66,22 @@ std::vector<double> split_bytes(double total, int chunks);
 std::vector<Stage> chunk_stages(const Topology &topo, Collective coll,
                                 const std::vector<int> &order, double bytes);
 
+// carried: per dimension, load the tracker starts from (empty: none): what calls in
+// flight before this one left unbalanced (carried_load()).
 std::vector<ChunkSchedule> schedule_chunks(const Topology &topo, Collective coll,
                                            const std::vector<double> &chunk_bytes,
-                                           const SchedulerParams &params);
+                                           const SchedulerParams &params,
+                                           const std::vector<double> &carried = {});
+
+// The tracker's loads after `schedule`, from `carried`, less the least loaded active
+// dimension's: the imbalance a call leaves to the next one in flight with it. Rounded to
+// unit / 64 and at most unit / 8 (unit: the call's predicted time), so that a stream of
+// calls comes back to the same few values (and the plan cache hits) instead of carrying a
+// load that grows call after call where the tracker cannot even it out.
+std::vector<double> carried_load(const Topology &topo, Collective coll,
+                                 const std::vector<ChunkSchedule> &schedule,
+                                 const SchedulerParams &params, const std::vector<double> &carried,
+                                 double unit);
 
 // The dimension orders of one chunk (the order its RS stages, and its AG stages, visit).
 std::vector<int> rs_order(const ChunkSchedule &c);

@@ -686,6 +686,21 @@ TEST(PlanCacheTest, HitReturnsTheSamePlanObject) {
     expect_same_plan(*a, compile_plan(t, req));
 }
 
+TEST(PlanCacheTest, CallsInFlightTogetherComeBackToFewPlans) {
+    // A stream of 4 MiB All-Reduces, each planned from the load the one before left (as
+    // the component plans nonblocking calls): the carried load comes back to a few values,
+    // so the cache compiles a few plans, not one per call.
+    Topology t = parse_topology("2x2x2:bw=50Mbps,100Mbps,200Mbps:lat=50us,30us,20us");
+    PlanRequest req = request(Collective::AllReduce, {1u << 20}, 128, 0);
+    req.element_size = 4;
+    req.min_chunk_bytes = 256 << 10;
+    req.ordering.max_active = 4;
+    PlanCache cache(64);
+    for (int call = 0; call < 200; ++call) req.carried_load = cache.get(t, req)->carried_load;
+    EXPECT_LE(cache.misses(), 16u);
+    EXPECT_GE(cache.hits(), 184u);
+}
+
 TEST(PlanCacheTest, EveryKeyFieldMakesADifferentPlan) {
     PlanCache cache(64);
     Topology t = parse_topology("2x4");
@@ -709,6 +724,7 @@ TEST(PlanCacheTest, EveryKeyFieldMakesADifferentPlan) {
     vary([](PlanRequest &r) { r.ordering.max_active_bytes = 1 << 20; });
     vary([](PlanRequest &r) { r.block_displs = {70, 60, 50, 40, 30, 20, 10, 0}; });
     vary([](PlanRequest &r) { r.rank = 4; });
+    vary([](PlanRequest &r) { r.carried_load = {0, 1e-3}; });
     keys.push_back({parse_topology("2x4:lat=2us"), base});
     keys.push_back({parse_topology("4x2"), base});
     std::set<const Plan *> distinct;

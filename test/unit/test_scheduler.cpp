@@ -168,6 +168,38 @@ TEST(SchedulerPaperExample, Fig7StandaloneAllGatherMostLoadedFirst) {
 }
 
 // ---------------------------------------------------------------------------------------
+// Load carried from one call to the next one in flight with it (u = 1e-5 s, as above)
+
+TEST(SchedulerCarriedLoad, TheTrackerExcessOverTheLeastLoadedDimension) {
+    // Fig. 7 ends at loads (156, 168) u: dim 1 carries 12 u. unit = 128 u: grid 2 u, cap 16 u.
+    const double u = 1e-5;
+    auto s = schedule_chunks(fig5_topology(), Collective::AllReduce, split_bytes(256e6, 4),
+                             params(Policy::Themis, LoadModel::Reference));
+    auto carried = carried_load(fig5_topology(), Collective::AllReduce, s,
+                                params(Policy::Themis, LoadModel::Reference), {}, 128 * u);
+    ASSERT_EQ(carried.size(), 2u);
+    EXPECT_DOUBLE_EQ(carried[0], 0.0);
+    EXPECT_NEAR(carried[1], 12 * u, 1e-12);
+    // At most 8 grid steps: unit = 64 u caps 12 u at 8 u; a grid of 32 u rounds it to 0.
+    EXPECT_NEAR(carried_load(fig5_topology(), Collective::AllReduce, s,
+                             params(Policy::Themis, LoadModel::Reference), {}, 64 * u)[1],
+                8 * u, 1e-12);
+    EXPECT_DOUBLE_EQ(carried_load(fig5_topology(), Collective::AllReduce, s,
+                                  params(Policy::Themis, LoadModel::Reference), {}, 2048 * u)[1],
+                     0.0);
+}
+
+TEST(SchedulerCarriedLoad, ACarriedLoadSteersTheNextCallsFirstChunks) {
+    // Dim 0 carries 60 u. chunk 0: least loaded dim 1, gap 60 u = 40 MB of an RS there
+    // (>= 4 MB): [1,0] -> (72, 96); chunk 1: [0,1] -> (120, 120); chunk 2: equal loads,
+    // baseline [0,1] -> (168, 144); chunk 3: gap 24 u = 16 MB: [1,0]. Without it: Fig. 7.
+    const double u = 1e-5;
+    auto s = schedule_chunks(fig5_topology(), Collective::AllReduce, split_bytes(256e6, 4),
+                             params(Policy::Themis, LoadModel::Reference), {60 * u, 0});
+    EXPECT_EQ(rs_orders(s), (std::vector<Order>{{1, 0}, {0, 1}, {0, 1}, {1, 0}}));
+}
+
+// ---------------------------------------------------------------------------------------
 // Threshold
 
 // 4x4, B0 = 1 GB/s, B1 = 1.04 * B0 / 4 (slightly more than the balanced B0/4), chunks of
