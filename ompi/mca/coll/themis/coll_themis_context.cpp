@@ -8,6 +8,7 @@
 #include "opal/util/output.h"
 #include "coll_themis_cuda_ipc.h"
 #include "coll_themis_node_transport.h"
+#include "coll_themis_request.h"
 #include "trace.h"
 
 namespace themis {
@@ -125,9 +126,18 @@ void Context::write_trace(const StartedRun &run) {
 }
 
 bool StartedRun::progress() {
-    if (execution_->done()) return true;
-    if (!execution_->progress()) return false;
-    if (traced_) ctx_.write_trace(*this);
+    // One pass of the progress callback drives each engine once, not once per call in
+    // flight on it: one drive advances them all.
+    const uint64_t pass = progress_pass();
+    if (!execution_->done() && (pass == 0 || ctx_.driven_pass_ != pass)) {
+        ctx_.driven_pass_ = pass;
+        execution_->progress();
+    }
+    if (!execution_->done()) return false;
+    if (traced_ && !trace_written_) {
+        ctx_.write_trace(*this);
+        trace_written_ = true;
+    }
     return true;
 }
 

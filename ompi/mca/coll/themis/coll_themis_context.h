@@ -40,6 +40,7 @@ class StartedRun {
     Context &ctx_;
     std::shared_ptr<const Plan> plan_;
     bool traced_ = false;
+    bool trace_written_ = false;
     std::vector<StageRun> runs_;
     std::unique_ptr<Execution> execution_;
 };
@@ -119,6 +120,7 @@ class Context {
     PlanCache cache_;
     std::ofstream trace_; // open: every call's stage timings are appended
     long traced_calls_ = 0;
+    uint64_t driven_pass_ = 0; // the progress callback's pass that last drove the engine
 };
 
 // The module's context, set up on first use; nullptr when themis declines.

@@ -72,12 +72,16 @@ void complete(Outstanding &o, int rc) {
 // The progress callback. Stages test their messages without re-entering the progress
 // loop, but a nested call (a finish that polls it) must not walk the list twice; one
 // thread walks it at a time, the others' progress returns at once.
+thread_local uint64_t current_pass = 0;
+
 int progress_calls() {
+    static uint64_t passes = 0; // under calls_mutex
     thread_local bool inside = false;
     if (inside) return 0;
     std::unique_lock<std::mutex> lock(calls_mutex, std::try_to_lock);
     if (!lock.owns_lock() || outstanding().empty()) return 0;
     inside = true;
+    current_pass = ++passes;
     int completed = 0;
     auto &calls = outstanding();
     for (size_t i = 0; i < calls.size();) {
@@ -99,6 +103,7 @@ int progress_calls() {
         complete(o, rc);
         ++completed;
     }
+    current_pass = 0;
     inside = false;
     return completed;
 }
@@ -151,6 +156,8 @@ int start_persistent(size_t count, ompi_request_t **requests) {
 }
 
 } // namespace
+
+uint64_t progress_pass() { return current_pass; }
 
 int start_request(std::unique_ptr<PendingCall> call, ompi_request_t **request) {
     *request = new_request();

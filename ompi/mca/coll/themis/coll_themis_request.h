@@ -24,6 +24,9 @@ class PendingCall {
     virtual bool progress() = 0;
 };
 
+// The number of the progress callback's pass under way on this thread; 0 outside it.
+uint64_t progress_pass();
+
 // Hands `call` to the progress loop and returns its request in *request.
 int start_request(std::unique_ptr<PendingCall> call, ompi_request_t **request);
 
