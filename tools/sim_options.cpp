@@ -57,6 +57,13 @@ One run:
                      bandwidth time + steps x latency) or reference (bandwidth time only,
                      the paper's reference implementation)
   --bandwidth-only   set every latency to zero (the model the paper's averages come from)
+  --calls N          N calls of the collective started back to back, as nonblocking calls
+                     in flight together (default 1): each planned from the load the one
+                     before left, run as the component's engine shares the dimensions (a
+                     later call starts stages while the earlier ones wait for their chunks);
+                     utilization counts all N. Chunks are numbered across the calls
+  --carry-load B     true (default) or false: plan each of the --calls from the load the
+                     one before left, as the component's coll_themis_carry_load
   --orders N         show the dimension orders of the first N chunks (default 8)
   --timeline FILE    write an SVG timeline: one lane per dimension, one rectangle per
                      stage, coloured by chunk, Reduce-Scatter solid, All-Gather hatched
@@ -193,6 +200,13 @@ const std::vector<OptionSpec> &option_specs() {
              o.run.scheduler.load_model = parse_choice<LoadModel>(
                  "load-model", v,
                  {{"reference", LoadModel::Reference}, {"latency", LoadModel::Latency}});
+         }},
+        {"calls", true,
+         [](Options &o, const std::string &v) { o.run.calls = parse_int("calls", v, 1, 4096); }},
+        {"carry-load", true,
+         [](Options &o, const std::string &v) {
+             o.run.carry_load =
+                 parse_choice<bool>("carry-load", v, {{"true", true}, {"false", false}});
          }},
         {"orders", true,
          [](Options &o, const std::string &v) { o.orders = parse_int("orders", v, 0, 1 << 20); }},

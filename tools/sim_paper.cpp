@@ -32,12 +32,26 @@ PlanRequest plan_request(const SimCase &c) {
 }
 
 SimResult simulate(const SimCase &c) {
-    Prediction p = predict_plan(c.topology, plan_request(c));
+    PlanRequest req = plan_request(c);
+    std::vector<Prediction> calls;
+    for (int k = 0; k < std::max(1, c.calls); ++k) {
+        calls.push_back(predict_plan(c.topology, req));
+        if (c.carry_load) req.carried_load = carried_after(calls.back(), req);
+    }
     SimResult r;
-    r.topology = std::move(p.topology);
-    r.schedule = std::move(p.schedule);
-    r.ordering = std::move(p.ordering);
-    r.ideal = ideal_time(c.topology, c.collective, c.bytes);
+    r.topology = calls.front().topology;
+    r.ideal = ideal_time(c.topology, c.collective, c.bytes * double(calls.size()));
+    if (calls.size() == 1) {
+        r.schedule = std::move(calls.front().schedule);
+        r.ordering = std::move(calls.front().ordering);
+        return r;
+    }
+    std::vector<ReplayCall> replayed;
+    for (const Prediction &p : calls) {
+        replayed.push_back({&p.schedule, &p.ordering.dim_order});
+        r.schedule.insert(r.schedule.end(), p.schedule.begin(), p.schedule.end());
+    }
+    r.ordering = replay_calls(r.topology, replayed, c.ordering, CrossCall::FillIdle);
     return r;
 }
 

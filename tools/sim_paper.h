@@ -30,6 +30,12 @@ struct SimCase {
     uint64_t min_chunk_bytes = 262144;
     SchedulerParams scheduler;
     OrderingParams ordering;
+    // Calls of this collective started back to back, as nonblocking calls in flight
+    // together: each planned from the load the one before left (as the component with
+    // coll_themis_carry_load, unless carry_load is false), run as the engine shares the
+    // dimensions between them (ordering.h, CrossCall::FillIdle).
+    int calls = 1;
+    bool carry_load = true;
 };
 
 // The plan request the component would make for the case (one byte elements; RS and AG
@@ -40,7 +46,7 @@ struct SimResult {
     Topology topology; // the case's network, with the algorithms the planner chose
     std::vector<ChunkSchedule> schedule;
     Ordering ordering;
-    double ideal = 0; // seconds: the paper's T_ideal, every link busy all the time
+    double ideal = 0; // seconds: the paper's T_ideal of every call, every link busy all the time
 
     double utilization() const { return ordering.makespan > 0 ? ideal / ordering.makespan : 0; }
 };

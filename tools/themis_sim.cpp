@@ -54,8 +54,13 @@ void print_case(std::ostream &out, const Options &o, const SimResult &r) {
     const SimCase &c = o.run;
     out << "topology     " << topology_label(o) << ", " << c.topology.size() << " ranks\n"
         << "             " << c.topology.to_spec() << "\n"
-        << "collective   " << collective_name(c.collective) << " of " << format_si(c.bytes, "B")
-        << " (" << static_cast<uint64_t>(c.bytes) << " B) in " << r.schedule.size() << " chunks\n"
+        << "collective   " << (c.calls > 1 ? std::to_string(c.calls) + " x " : "")
+        << collective_name(c.collective) << " of " << format_si(c.bytes, "B") << " ("
+        << static_cast<uint64_t>(c.bytes) << " B) in " << r.schedule.size() << " chunks"
+        << (c.calls > 1 ? std::string(", started back to back, load ") +
+                              (c.carry_load ? "carried" : "not carried")
+                        : std::string())
+        << "\n"
         << "policy       " << policy_name(c.scheduler.policy) << ", load model "
         << load_model_name(c.scheduler.load_model) << ", intra "
         << intra_policy_name(c.ordering.intra) << ", K = " << c.ordering.max_active << "\n"
