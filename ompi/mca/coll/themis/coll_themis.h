@@ -70,6 +70,7 @@ typedef struct mca_coll_themis_component_t {
     int load_model;
     int chunks;
     size_t min_chunk_bytes;
+    bool carry_load; /* nonblocking calls plan from the load the previous one left */
     int max_active;
     size_t max_active_bytes; /* stage bytes running at once per dimension; 0: no bound */
     size_t min_bytes;

@@ -176,6 +176,12 @@ static const themis_param_t themis_params[] = {
      .default_value = 256 * 1024,
      .help = "Smallest chunk in bytes: fewer chunks are used for smaller messages "
              "(valid: 0 = no floor, or a byte count)"},
+    {.name = "carry_load", FIELD(carry_load), .level = OPAL_INFO_LVL_5,
+     .default_value = true,
+     .help = "Plan each nonblocking or persistent call from the per-dimension load the one "
+             "before it on the communicator left unbalanced, one load tracker for calls in "
+             "flight together (valid: true; false = plan every call alone, which suits "
+             "calls that never overlap)"},
     {.name = "max_active", FIELD(max_active), .level = OPAL_INFO_LVL_5,
      .default_value = 4, /* one stage per dimension cannot fill a link: K=1 56 %, 4 94 % */
      RANGE(1, 64),

@@ -88,10 +88,18 @@ PlanRequest Context::request(Collective coll, uint64_t element_size,
 
 std::unique_ptr<StartedRun> Context::start(const PlanRequest &req, char *work, Reducer &reducer,
                                            const RunOptions &options) {
+    return begin(req, work, reducer, options, true);
+}
+
+std::unique_ptr<StartedRun> Context::begin(const PlanRequest &request, char *work, Reducer &reducer,
+                                           const RunOptions &options, bool nonblocking) {
     std::unique_ptr<StartedRun> started(new StartedRun(*this));
     const size_t misses = cache_.misses();
+    PlanRequest req = request;
+    if (params().carry_load) req.carried_load = carried_load_;
     started->plan_ = cache_.get(layout_.topology, req);
     const Plan &plan = *started->plan_;
+    carried_load_ = nonblocking ? plan.carried_load : std::vector<double>();
     if (params().verbose >= 5) {
         char line[256];
         const double ideal = ideal_time(layout_.topology, req.collective, double(plan.work_bytes));
@@ -116,7 +124,7 @@ std::unique_ptr<StartedRun> Context::start(const PlanRequest &req, char *work, R
 }
 
 void Context::run(const PlanRequest &req, char *work, Reducer &reducer, const RunOptions &options) {
-    std::unique_ptr<StartedRun> started = start(req, work, reducer, options);
+    std::unique_ptr<StartedRun> started = begin(req, work, reducer, options, nonblocking_call);
     while (!started->progress()) engine_transport().progress();
 }
 

@@ -73,8 +73,13 @@ class Context {
     // `options` says: device buffers, see coll_themis_cuda.h).
     void run(const PlanRequest &req, char *work, Reducer &reducer,
              const RunOptions &options = RunOptions());
-    // Starts it and returns at once; collectives in flight together share the dimensions'
-    // queues in start order (engine.h).
+    // Whether the MPI call under way is a nonblocking or persistent one, set by the entry
+    // points around it: its runs pass their load on as start()'s do, whichever path runs it
+    // on this rank (a device buffer runs the blocking path), so every rank plans alike.
+    bool nonblocking_call = false;
+    // Starts it and returns at once (a nonblocking call); collectives in flight together
+    // share the dimensions' queues in start order (engine.h), and each is planned from the
+    // load the nonblocking call before it left unbalanced (PlanRequest::carried_load).
     std::unique_ptr<StartedRun> start(const PlanRequest &req, char *work, Reducer &reducer,
                                       const RunOptions &options = RunOptions());
 
@@ -121,6 +126,13 @@ class Context {
     std::ofstream trace_; // open: every call's stage timings are appended
     long traced_calls_ = 0;
     uint64_t driven_pass_ = 0; // the progress callback's pass that last drove the engine
+    // What the last call left the next one's load tracker: a nonblocking call's
+    // Plan::carried_load, nothing after a blocking call. Every rank starts a communicator's
+    // collectives in the same order, so every rank plans from the same value.
+    std::vector<double> carried_load_;
+    // Plans and starts a call; `nonblocking`: calls after it may run beside it.
+    std::unique_ptr<StartedRun> begin(const PlanRequest &req, char *work, Reducer &reducer,
+                                      const RunOptions &options, bool nonblocking);
 };
 
 // The module's context, set up on first use; nullptr when themis declines.

@@ -107,6 +107,12 @@ int run_or_delegate(mca_coll_base_module_t *module, ompi_communicator_t *comm, i
                                 "coll:themis: %s to the previous module: %s", name, unsupported);
         return previous(m);
     }
+    // Reset on every way out: a blocking call later must not pass its load on.
+    struct NonblockingCall {
+        Context &ctx;
+        ~NonblockingCall() { ctx.nonblocking_call = false; }
+    } scope{*ctx};
+    ctx->nonblocking_call = set_up == SetUp::AtBarrier || set_up == SetUp::AtBarrierByDevice;
     try {
         run(*ctx);
     } catch (const std::exception &e) {
