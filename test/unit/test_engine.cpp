@@ -662,6 +662,59 @@ TEST(EngineSequence, CollectivesInFlightKeepTheirOrderAndFillIdleSlots) {
     EXPECT_TRUE(w.clean());
 }
 
+TEST(EngineSequence, ManyCallsInFlightCompleteUnderTightSlotsAndBytes) {
+    // Later calls take idle slots; what keeps every call completing is the oldest one's
+    // reserved slot and its own byte bound. Tight settings (K = 2 or 3, a bound that admits
+    // one stage at a time or none beside another), rendezvous sends, five calls of mixed
+    // collectives, odd ranks progressing them newest first: all complete, exactly.
+    Topology t = parse_topology("2x3x2:alg=ring,direct,hd");
+    for (int k : {2, 3})
+        for (uint64_t bound : {uint64_t(1), uint64_t(2048)}) {
+            SCOPED_TRACE("K=" + std::to_string(k) + " bound=" + std::to_string(bound));
+            Config c;
+            c.k = k;
+            c.chunks = 6;
+            c.max_active_bytes = bound;
+            World w(t, c);
+            const int n = t.size(), calls = 5;
+            const uint64_t count = 480;
+            std::vector<std::vector<std::vector<int64_t>>> buf(
+                calls, std::vector<std::vector<int64_t>>(n, std::vector<int64_t>(count)));
+            for (int q = 0; q < calls; ++q)
+                for (int r = 0; r < n; ++r)
+                    for (uint64_t e = 0; e < count; ++e) buf[q][r][e] = ival(r, e + 7 * q);
+            SumReducer<int64_t> sum;
+            std::vector<std::unique_ptr<Execution>> execs;
+            for (int r = 0; r < n; ++r) {
+                std::vector<std::unique_ptr<Execution>> mine;
+                for (int q = 0; q < calls; ++q) {
+                    const Collective coll =
+                        q % 2 ? Collective::ReduceScatter : Collective::AllReduce;
+                    const std::vector<uint64_t> counts =
+                        q % 2 ? std::vector<uint64_t>(n, count / n) : std::vector<uint64_t>{count};
+                    mine.push_back(w.engines[r]->start(w.plan(coll, counts, sizeof(int64_t), r),
+                                                       reinterpret_cast<char *>(buf[q][r].data()),
+                                                       sum));
+                }
+                if (r % 2) std::reverse(mine.begin(), mine.end());
+                for (auto &e : mine) execs.push_back(std::move(e));
+            }
+            ASSERT_TRUE(drive(execs));
+            for (int q = 0; q < calls; ++q)
+                for (int r = 0; r < n; ++r) {
+                    // All-Reduce: every element summed; Reduce-Scatter: rank r's block of it.
+                    const uint64_t first = q % 2 ? r * (count / n) : 0;
+                    const uint64_t len = q % 2 ? count / n : count;
+                    for (uint64_t e = 0; e < len; ++e) {
+                        int64_t want = 0;
+                        for (int p = 0; p < n; ++p) want += ival(p, first + e + 7 * q);
+                        ASSERT_EQ(buf[q][r][first + e], want) << "call " << q << " rank " << r;
+                    }
+                }
+            EXPECT_TRUE(w.clean());
+        }
+}
+
 // ---------------------------------------------------------------------------------------
 // The trace of an execution (RunOptions::trace)
 
