@@ -1,0 +1,257 @@
+/* mpi_check_nonblocking.c -- the nonblocking and persistent families of themis-mpi-check:
+ * many requests in flight at once, completed in different ways, on communicators themis
+ * has or has not set up yet. Their values are closed forms of (rank, element, request)
+ * rather than the case runner's hashed inputs, so that many calls can share one check. */
+#include "mpi_check.h"
+
+#include <mpi-ext.h> /* MPIX_*_init: Open MPI's pcollreq extension */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* nonblocking: many requests outstanding at once, of all four nonblocking forms, mixed
+ * with blocking calls, completed by MPI_Waitall or by MPI_Test polling; one freed after
+ * completion; and two communicators started in opposite orders on even and odd ranks (legal
+ * in MPI: it must not deadlock), both before and after themis set them up. Every value
+ * is a closed form of (rank, element, request). */
+#define NB_REQS 8
+
+/* Input of request k on a rank; every form reduces or gathers these. */
+static int nb_value(int rank, int i, int k) { return rank * 3 + i % 1000 + k; }
+
+/* nb_value(r, i, k) summed over ranks r = 0..n-1. */
+static int nb_sum(int n, int i, int k) { return n * (i % 1000 + k) + 3 * n * (n - 1) / 2; }
+
+typedef struct {
+    int form, count; /* form: C_ALLREDUCE .. C_ALLGATHER; count: per rank for RS/AG */
+    int *in, *out;
+} nb_call;
+
+static void nb_start(comm_info *c, nb_call *x, int form, int count, int k, MPI_Request *req,
+                     check_t *ck)
+{
+    const int n = c->size, total = form == C_ALLREDUCE ? count : count * n;
+    x->form = form, x->count = count;
+    x->in = xmalloc((size_t) total * sizeof(int));
+    x->out = xmalloc((size_t) total * sizeof(int));
+    for (int i = 0; i < total; i++) x->in[i] = nb_value(c->rank, i, k);
+    int rc;
+    int *counts = xmalloc((size_t) n * sizeof(int));
+    for (int r = 0; r < n; r++) counts[r] = count;
+    switch (form) {
+    case C_ALLREDUCE:
+        rc = MPI_Iallreduce(x->in, x->out, count, MPI_INT, MPI_SUM, c->comm, req);
+        break;
+    case C_REDUCE_SCATTER:
+        rc = MPI_Ireduce_scatter(x->in, x->out, counts, MPI_INT, MPI_SUM, c->comm, req);
+        break;
+    case C_REDUCE_SCATTER_BLOCK:
+        rc = MPI_Ireduce_scatter_block(x->in, x->out, count, MPI_INT, MPI_SUM, c->comm, req);
+        break;
+    default:
+        rc = MPI_Iallgather(x->in + (size_t) c->rank * count, count, MPI_INT, x->out, count,
+                            MPI_INT, c->comm, req);
+    }
+    free(counts);
+    check_rc(ck, rc, coll_names[form]);
+}
+
+/* Checks a completed call whose inputs were those of request number k. */
+static void nb_check(comm_info *c, const nb_call *x, int k, check_t *ck)
+{
+    const int n = c->size;
+    const int total = x->form == C_ALLGATHER ? x->count * n : x->count;
+    for (int j = 0; j < total; j++) {
+        /* RS: this rank's block of the sum; AG: rank j/count's block of the inputs */
+        const int i = x->form == C_ALLREDUCE || x->form == C_ALLGATHER ? j : c->rank * x->count + j;
+        const int want = x->form == C_ALLGATHER ? nb_value(j / x->count, i, k) : nb_sum(n, i, k);
+        if (x->out[j] != want) {
+            check_fail(ck, "request %d (%s) element %d: got %d expected %d", k,
+                       coll_names[x->form], j, x->out[j], want);
+            break;
+        }
+    }
+}
+
+/* Checks and frees a completed call started with request number k. */
+static void nb_finish(comm_info *c, nb_call *x, int k, check_t *ck)
+{
+    nb_check(c, x, k, ck);
+    free(x->in);
+    free(x->out);
+}
+
+/* NB_REQS requests of every form in turn on c, a blocking call among them. */
+static void nb_many(comm_info *c, bool poll, bool blocking_among)
+{
+    const int count = (int) themis_count(c, sizeof(int), false);
+    const int per_rank = count / c->size + 1;
+    nb_call calls[NB_REQS];
+    MPI_Request reqs[NB_REQS];
+    check_t ck;
+    check_start(&ck, "%d nonblocking collectives outstanding comm=%s count=%d (%s%s)", NB_REQS,
+                c->name, count, poll ? "MPI_Test polling" : "MPI_Waitall",
+                blocking_among ? ", blocking calls among them" : "");
+    for (int k = 0; k < NB_REQS; k++) {
+        const int form = k % C_MAIN_COLLS;
+        nb_start(c, &calls[k], form, form == C_ALLREDUCE ? count : per_rank, k, &reqs[k], &ck);
+        if (blocking_among && k == NB_REQS / 2) run_four(c, "MPI_DOUBLE", K_SUM, 0);
+    }
+    if (poll) {
+        int done = 0;
+        while (!done)
+            check_rc(&ck, MPI_Testall(NB_REQS, reqs, &done, MPI_STATUSES_IGNORE), "MPI_Testall");
+    } else {
+        check_rc(&ck, MPI_Waitall(NB_REQS, reqs, MPI_STATUSES_IGNORE), "MPI_Waitall");
+    }
+    for (int k = 0; k < NB_REQS; k++) nb_finish(c, &calls[k], k, &ck);
+    check_end(&ck);
+}
+
+/* A communicator only nonblocking calls and a barrier use (as OSU's nonblocking
+ * benchmarks do): the calls before the barrier go to the module below (themis sets up only
+ * in blocking calls), the barrier sets it up, the calls after it run on themis (the CTest
+ * run expects themis on chk_nb_barrier for every form). */
+static void nb_set_up_at_barrier(void)
+{
+    MPI_Comm d;
+    MPI_Comm_dup(MPI_COMM_WORLD, &d);
+    comm_info c;
+    comm_info_init(&c, d, "chk_nb_barrier");
+    nb_many(&c, false, false);
+    MPI_Barrier(d);
+    nb_many(&c, true, false);
+    comm_info_free(&c);
+}
+
+/* Two communicators, each with an Iallreduce, started A then B on even ranks and B then
+ * A on odd ones. */
+static void nb_orders(const char *name, bool warm)
+{
+    comm_info cs[2];
+    for (int i = 0; i < 2; i++) {
+        MPI_Comm d;
+        MPI_Comm_dup(MPI_COMM_WORLD, &d);
+        char cname[64];
+        snprintf(cname, sizeof cname, "%s_%c", name, 'a' + i);
+        comm_info_init(&cs[i], d, cname);
+        if (warm) warm_up(&cs[i]);
+    }
+    const int count = (int) themis_count(&cs[0], sizeof(int), false);
+    nb_call calls[2];
+    MPI_Request reqs[2];
+    check_t ck;
+    check_start(&ck, "iallreduce on %s_a and %s_b started in opposite orders on even and odd "
+                     "ranks (%s)", name, name, warm ? "set up" : "first calls");
+    for (int j = 0; j < 2; j++) {
+        const int i = g_rank % 2 ? 1 - j : j;
+        nb_start(&cs[i], &calls[i], C_ALLREDUCE, count, i, &reqs[i], &ck);
+    }
+    check_rc(&ck, MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE), "MPI_Waitall");
+    for (int i = 0; i < 2; i++) nb_finish(&cs[i], &calls[i], i, &ck);
+    check_end(&ck);
+    for (int i = 0; i < 2; i++) comm_info_free(&cs[i]);
+}
+
+/* A request polled with MPI_Request_get_status (which leaves it allocated) until it is
+ * complete, then freed with MPI_Request_free. */
+static void nb_free_completed(comm_info *c)
+{
+    const int count = (int) themis_count(c, sizeof(int), false);
+    nb_call x;
+    MPI_Request req;
+    check_t ck;
+    check_start(&ck, "iallreduce comm=%s count=%d freed after completion", c->name, count);
+    nb_start(c, &x, C_ALLREDUCE, count, 5, &req, &ck);
+    int flag = 0;
+    while (!flag)
+        check_rc(&ck, MPI_Request_get_status(req, &flag, MPI_STATUS_IGNORE),
+                 "MPI_Request_get_status");
+    check_rc(&ck, MPI_Request_free(&req), "MPI_Request_free");
+    if (req != MPI_REQUEST_NULL) check_fail(&ck, "MPI_Request_free left the request set");
+    nb_finish(c, &x, 5, &ck);
+    check_end(&ck);
+}
+
+/* persistent: one persistent request of each of the four forms (MPIX_*_init) on c, started
+ * together three times with MPI_Startall, new inputs each round (round r = request number
+ * r: the closed forms above), then freed; the communicator is set up by a blocking call
+ * first, as themis needs. */
+void family_persistent(void)
+{
+#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+    for (int ci = 0; ci < g_ncomms; ci++) {
+        comm_info *c = &g_comms[ci];
+        warm_up(c);
+        const int n = c->size, count = (int) themis_count(c, sizeof(int), false);
+        const int per_rank = count / n + 1;
+        nb_call calls[C_MAIN_COLLS];
+        MPI_Request reqs[C_MAIN_COLLS];
+        int *counts = xmalloc((size_t) n * sizeof(int));
+        for (int r = 0; r < n; r++) counts[r] = per_rank;
+        check_t ck;
+        check_start(&ck, "persistent forms comm=%s count=%d, 3 MPI_Startall rounds", c->name,
+                    count);
+        for (int f = 0; f < C_MAIN_COLLS; f++) {
+            nb_call *x = &calls[f];
+            x->form = f, x->count = f == C_ALLREDUCE ? count : per_rank;
+            const size_t total = (size_t) (f == C_ALLREDUCE ? count : per_rank * n);
+            x->in = xmalloc(total * sizeof(int));
+            x->out = xmalloc(total * sizeof(int));
+            int rc;
+            switch (f) {
+            case C_ALLREDUCE:
+                rc = MPIX_Allreduce_init(x->in, x->out, count, MPI_INT, MPI_SUM, c->comm,
+                                         MPI_INFO_NULL, &reqs[f]);
+                break;
+            case C_REDUCE_SCATTER:
+                rc = MPIX_Reduce_scatter_init(x->in, x->out, counts, MPI_INT, MPI_SUM, c->comm,
+                                              MPI_INFO_NULL, &reqs[f]);
+                break;
+            case C_REDUCE_SCATTER_BLOCK:
+                rc = MPIX_Reduce_scatter_block_init(x->in, x->out, per_rank, MPI_INT, MPI_SUM,
+                                                    c->comm, MPI_INFO_NULL, &reqs[f]);
+                break;
+            default:
+                rc = MPIX_Allgather_init(x->in + (size_t) c->rank * per_rank, per_rank, MPI_INT,
+                                         x->out, per_rank, MPI_INT, c->comm, MPI_INFO_NULL,
+                                         &reqs[f]);
+            }
+            check_rc(&ck, rc, coll_names[f]);
+        }
+        for (int round = 0; round < 3; round++) {
+            for (int f = 0; f < C_MAIN_COLLS; f++) {
+                const int total = f == C_ALLREDUCE ? count : per_rank * n;
+                for (int i = 0; i < total; i++) calls[f].in[i] = nb_value(c->rank, i, round);
+                memset(calls[f].out, 0xff, (size_t) total * sizeof(int));
+            }
+            check_rc(&ck, MPI_Startall(C_MAIN_COLLS, reqs), "MPI_Startall");
+            check_rc(&ck, MPI_Waitall(C_MAIN_COLLS, reqs, MPI_STATUSES_IGNORE), "MPI_Waitall");
+            for (int f = 0; f < C_MAIN_COLLS; f++) nb_check(c, &calls[f], round, &ck);
+        }
+        for (int f = 0; f < C_MAIN_COLLS; f++) {
+            check_rc(&ck, MPI_Request_free(&reqs[f]), "MPI_Request_free");
+            free(calls[f].in);
+            free(calls[f].out);
+        }
+        free(counts);
+        check_end(&ck);
+    }
+#else
+    if (g_rank == 0) printf("themis_mpi_check: no pcollreq extension: persistent family skipped\n");
+#endif
+}
+
+void family_nonblocking(void)
+{
+    for (int ci = 0; ci < g_ncomms; ci++) {
+        warm_up(&g_comms[ci]);
+        nb_many(&g_comms[ci], false, true);
+        nb_many(&g_comms[ci], true, true);
+        nb_free_completed(&g_comms[ci]);
+    }
+    nb_orders("chk_order", true);
+    nb_orders("chk_order_cold", false);
+    nb_set_up_at_barrier();
+}
