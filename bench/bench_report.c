@@ -216,14 +216,14 @@ void open_outputs(const struct options *o, double measured_bw)
     escape_label(o->label ? o->label : "");
     if (o->csv) {
         csv_file = fopen(o->csv, "w");
-        if (!csv_file) die("cannot write %s: %s", o->csv, strerror(errno));
+        if (!csv_file) fail("cannot write %s: %s", o->csv, strerror(errno));
         fprintf(csv_file, "label,collective,impl,ranks,datatype,bytes,count,iters,avg_us,median_us,"
                           "min_us,max_us,stat,algbw_GBps,busbw_GBps,ideal_us,util,speedup_vs_tuned,"
                           "speedup_vs_best,errors,mode,buckets,compute_us,total_us,overlap_pct\n");
     }
     if (o->json) {
         json_file = fopen(o->json, "w");
-        if (!json_file) die("cannot write %s: %s", o->json, strerror(errno));
+        if (!json_file) fail("cannot write %s: %s", o->json, strerror(errno));
         fprintf(json_file, "{\n  \"config\": {\"label\": \"%s\", \"ranks\": %d, \"datatype\": "
                            "\"%s\", \"iterations\": %d, \"warmup\": %d, \"validate\": %s, "
                            "\"memory\": \"%s\", \"mode\": \"%s\", \"buckets\": %d, "
