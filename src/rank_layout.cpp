@@ -14,17 +14,6 @@ constexpr const char *kAutoLatency = "1us,5us";
 // Largest node level on which "auto" runs the direct algorithm.
 constexpr int kMaxDirectNodePeers = 8;
 
-std::vector<std::string> split(const std::string &s, char sep) {
-    std::vector<std::string> out;
-    size_t start = 0;
-    for (size_t i = 0; i <= s.size(); ++i)
-        if (i == s.size() || s[i] == sep) {
-            out.push_back(s.substr(start, i - start));
-            start = i + 1;
-        }
-    return out;
-}
-
 std::string join(const std::vector<std::string> &items, const char *sep) {
     std::string out;
     for (const auto &item : items) out += (out.empty() ? "" : sep) + item;

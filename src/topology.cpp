@@ -66,19 +66,20 @@ template <typename Back> std::string shortest(double number, double value, Back 
     return with_exponent;
 }
 
-// A value in units the spec reads, with its unit's number.
-struct Scale {
+// A unit the spec reads: value = number x multiplier / divisor (dividing keeps "5us"
+// exactly 5e-6).
+struct Unit {
     const char *name;
-    double multiplier, divisor; // value = number x multiplier / divisor
+    double multiplier, divisor;
 };
 
 // `value` in the unit (among those where it is at least 1) whose text is shortest and
 // parses back to exactly `value`, the larger unit first among equals: measured rates such
 // as 12987500 B/s print as "103900kbps", not "103.89999999999999Mbps".
 template <typename Parse>
-std::string with_unit(double value, const std::vector<Scale> &units, Parse parse) {
+std::string with_unit(double value, const std::vector<Unit> &units, Parse parse) {
     std::string best;
-    for (const Scale &u : units) {
+    for (const Unit &u : units) {
         const double number = value * u.divisor / u.multiplier;
         if (number < 1) continue;
         const std::string text = shortest(
@@ -88,7 +89,7 @@ std::string with_unit(double value, const std::vector<Scale> &units, Parse parse
     }
     if (!best.empty()) return best;
     // No scaled unit reads back exactly: the unscaled one always does.
-    const Scale &plain =
+    const Unit &plain =
         units.front().multiplier == 1 && units.front().divisor == 1 ? units.front() : units.back();
     return shortest(value, value, [](const char *digits) { return strtod(digits, nullptr); }) +
            plain.name;
@@ -97,9 +98,9 @@ std::string with_unit(double value, const std::vector<Scale> &units, Parse parse
 } // namespace
 
 std::string Topology::to_spec() const {
-    static const std::vector<Scale> bw_units = {
+    static const std::vector<Unit> bw_units = {
         {"Tbps", 1e12, 8}, {"Gbps", 1e9, 8}, {"Mbps", 1e6, 8}, {"kbps", 1e3, 8}, {"B/s", 1, 1}};
-    static const std::vector<Scale> lat_units = {
+    static const std::vector<Unit> lat_units = {
         {"s", 1, 1}, {"ms", 1, 1e3}, {"us", 1, 1e6}, {"ns", 1, 1e9}};
     std::ostringstream peers, bw, lat, alg;
     for (size_t d = 0; d < dims_.size(); ++d) {
@@ -141,8 +142,6 @@ bool Topology::operator==(const Topology &o) const {
 // ---------------------------------------------------------------------------------------
 // Spec parsing
 
-namespace {
-
 std::vector<std::string> split(const std::string &s, char sep) {
     std::vector<std::string> out;
     std::string cur;
@@ -157,6 +156,8 @@ std::vector<std::string> split(const std::string &s, char sep) {
     out.push_back(cur);
     return out;
 }
+
+namespace {
 
 std::string trim(const std::string &s) {
     size_t b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t");
@@ -182,13 +183,6 @@ std::pair<double, std::string> number_and_unit(const std::string &text, const ch
                         text + "\"");
     return {v, lower(trim(end))};
 }
-
-// value = number x multiplier / divisor (dividing keeps "5us" exactly 5e-6).
-struct Unit {
-    const char *name;
-    double multiplier;
-    double divisor;
-};
 
 double scaled(const std::string &text, const char *what, const Unit *units, size_t n,
               const char *valid) {

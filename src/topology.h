@@ -83,6 +83,9 @@ Topology parse_topology(const std::string &spec);
 // quoted in an error, a NUL would cut the message short and an escape garble a terminal.
 std::string control_byte_in(const std::string &text);
 
+// `s` cut at every `sep`, empty pieces kept ("a,,b" gives three, "" one): the spec's lists.
+std::vector<std::string> split(const std::string &s, char sep);
+
 // Quantities with units, as the spec writes them (exposed for tests and tools).
 // Bandwidth: bps, kbps, Mbps, Gbps, Tbps (bits) or B/s, KB/s, MB/s, GB/s, TB/s
 // (bytes, decimal); no unit means Gbps. Result in bytes per second.
