@@ -185,8 +185,10 @@ TEST(CalibrationShaped, MeasuresEachDimensionsRateAndAgreesOnEveryRank) {
     expect_identical_rates(results);
     for (int d = 0; d < 2; ++d) {
         const DimensionRates &r = results[0].dims[d];
-        EXPECT_NEAR(r.bandwidth_alone, rate[d], 0.15 * rate[d]) << "dimension " << d;
-        EXPECT_NEAR(r.bandwidth, rate[d], 0.15 * rate[d]) << "dimension " << d;
+        // Capped by the shaping, lowered only by a loaded machine (see below).
+        EXPECT_GT(r.bandwidth_alone, 0.70 * rate[d]) << "dimension " << d;
+        EXPECT_LT(r.bandwidth_alone, 1.15 * rate[d]) << "dimension " << d;
+        EXPECT_NEAR(r.bandwidth / r.bandwidth_alone, 1.0, 0.15) << "dimension " << d;
         // The small exchange: the latency plus a few scheduling delays of busy threads.
         EXPECT_GE(r.latency, latency[d]);
         EXPECT_LT(r.latency, latency[d] + 5e-3);
@@ -200,9 +202,13 @@ TEST(CalibrationShaped, DimensionsSharingOneLinkShowItWhenBusyTogether) {
     ShapedNetwork net(topo, {10e6, 10e6}, {0, 0}, true);
     const auto results = calibrate_all(topo, net, {0, 1}, quick_settings());
     expect_identical_rates(results);
+    // The shaping caps each rate; a loaded machine (ranks are threads here) can only lower
+    // it, so the bounds are 15 % above and 30 % below, and the sharing shows as the ratio.
     for (int d = 0; d < 2; ++d) {
-        EXPECT_NEAR(results[0].dims[d].bandwidth_alone, 10e6, 1.5e6) << "dimension " << d;
-        EXPECT_NEAR(results[0].dims[d].bandwidth, 5e6, 0.75e6) << "dimension " << d;
+        const DimensionRates &r = results[0].dims[d];
+        EXPECT_GT(r.bandwidth_alone, 0.70 * 10e6) << "dimension " << d;
+        EXPECT_LT(r.bandwidth_alone, 1.15 * 10e6) << "dimension " << d;
+        EXPECT_NEAR(r.bandwidth / r.bandwidth_alone, 0.5, 0.1) << "dimension " << d;
     }
 }
 
