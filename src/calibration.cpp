@@ -169,9 +169,10 @@ PhaseTimes measure_phase(CalibrationExchange &exchange, const std::vector<int> &
     const int repetitions =
         std::clamp(int((phase_seconds - spent) / std::max(last, 1e-9)) - 1, 3, s.repetitions);
     // Per dimension, `statistic` over the repetitions of an exchange of `size`.
-    auto repeated = [&](const std::vector<size_t> &size, double (*statistic)(std::vector<double>)) {
+    auto repeated = [&](const std::vector<size_t> &size, int count,
+                        double (*statistic)(std::vector<double>)) {
         std::vector<std::vector<double>> runs(dims.size());
-        for (int r = 0; r < repetitions; ++r) {
+        for (int r = 0; r < count; ++r) {
             const std::vector<double> t = exchange.run(dims, size);
             const double all = *std::max_element(t.begin(), t.end());
             for (size_t i = 0; i < dims.size(); ++i) runs[i].push_back(joint ? all : t[dims[i]]);
@@ -185,8 +186,9 @@ PhaseTimes measure_phase(CalibrationExchange &exchange, const std::vector<int> &
     // The large exchange's median; the small one's minimum: its time is a fixed delay plus
     // whatever a busy machine adds (one 8-byte exchange in 40 took 4.6 ms instead of 0.1),
     // and a latency read too high steers the latency-aware scheduler wrong.
-    std::vector<double> both = repeated(times.bytes, median),
+    std::vector<double> both = repeated(times.bytes, repetitions, median),
                         small = repeated(std::vector<size_t>(dims.size(), s.latency_bytes),
+                                         std::max(repetitions, s.latency_repetitions),
                                          [](std::vector<double> v) {
                                              return *std::min_element(v.begin(), v.end());
                                          });

@@ -57,6 +57,9 @@ struct CalibrationSettings {
     size_t max_bytes = 16 << 20; // largest exchange
     size_t latency_bytes = 8;    // the small exchange that measures latency
     int repetitions = 5;
+    // Small exchanges, timed for the latency: cheap, so more of them, for a minimum that a
+    // busy machine's scheduling delays do not reach on every repetition of every rank.
+    int latency_repetitions = 16;
     // Dimensions count as sharing a resource when, busy together, one of them runs this
     // many times slower than alone; otherwise each keeps its rate alone.
     double shared_slowdown = 1.25;
