@@ -20,9 +20,10 @@
 //            receivers' shapers (incast), TCP waits out its 200 ms retransmission timeout
 //            and the rate reads at half.
 //   sizes    B starts at min_bytes and grows until an exchange takes about its share of the
-//            time budget (or reaches max_bytes); then `repetitions` exchanges of B and of
-//            latency_bytes. The first exchanges drain a shaper's burst allowance and open
-//            TCP's window, so the repeated ones see the steady rate.
+//            time budget (or reaches max_bytes); then `repetitions` exchanges of B and at
+//            least `latency_repetitions` of latency_bytes. The first exchanges drain a
+//            shaper's burst allowance and open TCP's window, so the repeated ones see the
+//            steady rate.
 //   noise    per rank the median of the large exchange's repetitions (as many as the
 //            phase's share of the budget leaves after probing, 3 to `repetitions`) and the
 //            minimum of the small one's (noise only adds to a fixed delay), then the
