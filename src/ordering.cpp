@@ -313,7 +313,7 @@ Ordering replay_calls(const Topology &topo, const std::vector<ReplayCall> &calls
 
 double ideal_time(const Topology &topo, Collective coll, double bytes) {
     double n = topo.size();
-    double phases = coll == Collective::AllReduce ? 2 : 1;
+    const double phases = collective_info(coll).phases();
     double bw = topo.total_bandwidth();
     return bw > 0 ? phases * bytes * (1 - 1 / n) / bw : 0;
 }

@@ -134,7 +134,7 @@ std::vector<double> chunk_bytes(const PlanRequest &req, int chunks) {
     std::vector<double> bytes(chunks);
     for (int k = 0; k < chunks; ++k) {
         uint64_t elements = 0;
-        if (req.collective == Collective::AllReduce)
+        if (collective_info(req.collective).one_vector())
             elements = part_size(req.block_counts.at(0), chunks, k);
         else
             for (uint64_t c : req.block_counts) elements += part_size(c, chunks, k);
@@ -146,7 +146,7 @@ std::vector<double> chunk_bytes(const PlanRequest &req, int chunks) {
 PieceLayout::PieceLayout(const Topology &topo, const PlanRequest &req,
                          const std::vector<ChunkSchedule> &schedule)
     : topo_(topo), req_(req), chunks_(schedule.size()) {
-    if (req.collective == Collective::AllReduce) {
+    if (collective_info(req.collective).one_vector()) {
         const uint64_t count = req.block_counts.at(0);
         const uint64_t n = static_cast<uint64_t>(topo.size());
         for (size_t k = 0; k < schedule.size(); ++k) {
@@ -167,7 +167,7 @@ PieceLayout::PieceLayout(const Topology &topo, const PlanRequest &req,
 
 ByteRange PieceLayout::piece(int chunk, int rank) const {
     const uint64_t es = req_.element_size;
-    if (req_.collective == Collective::AllReduce) {
+    if (collective_info(req_.collective).one_vector()) {
         // The chunk's part of the vector, cut into one piece per rank, ranks in the
         // mixed-radix order of the chunk's RS order (first dimension most significant):
         // the blocks of every stage of the chunk are then contiguous.
@@ -228,7 +228,7 @@ Plan compile_plan(const Topology &topo, const PlanRequest &req) {
             op.my_block = topo.coord(req.rank, stage.dim);
             op.previous = s ? static_cast<int>(plan.ops.size()) - 1 : -1;
             const std::vector<int> free = free_dims(topo, chunk, s);
-            const bool contiguous = req.collective == Collective::AllReduce &&
+            const bool contiguous = collective_info(req.collective).one_vector() &&
                                     is_suffix_of_order(order, stage.dim, free);
             op.block_begin.push_back(0);
             for (int j = 0; j < topo.dim(stage.dim).peers; ++j) {

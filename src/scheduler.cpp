@@ -4,17 +4,22 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <stdexcept>
 
 namespace themis {
 
-const char *collective_name(Collective c) {
-    switch (c) {
-    case Collective::AllReduce: return "allreduce";
-    case Collective::ReduceScatter: return "reduce_scatter";
-    case Collective::AllGather: return "allgather";
-    }
-    return "?";
+const CollectiveInfo &collective_info(Collective c) {
+    static const CollectiveInfo table[] = {
+        {Collective::AllReduce, "allreduce", true, true},
+        {Collective::ReduceScatter, "reduce_scatter", true, false},
+        {Collective::AllGather, "allgather", false, true},
+    };
+    for (const CollectiveInfo &row : table)
+        if (row.id == c) return row;
+    throw std::invalid_argument("unknown collective");
 }
+
+const char *collective_name(Collective c) { return collective_info(c).name; }
 
 const char *policy_name(Policy p) { return p == Policy::Baseline ? "baseline" : "themis"; }
 
@@ -45,9 +50,10 @@ class DimLoadTracker {
     // The tracker charges RS stages (an All-Reduce's AG half mirrors them) or, for a
     // standalone AG, its AG stages.
     void charge(Collective coll, const ChunkSchedule &chunk) {
+        const Phase charged =
+            collective_info(coll).reduces ? Phase::ReduceScatter : Phase::AllGather;
         for (const Stage &s : chunk.stages)
-            if (coll == Collective::AllGather || s.phase == Phase::ReduceScatter)
-                charge(s.dim, s.phase, s.input_bytes);
+            if (s.phase == charged) charge(s.dim, s.phase, s.input_bytes);
     }
 
     double stage_cost(int d, Phase phase, double input) const {
@@ -109,14 +115,15 @@ std::vector<int> themis_order(const Topology &topo, const DimLoadTracker &tracke
 
 std::vector<Stage> chunk_stages(const Topology &topo, Collective coll,
                                 const std::vector<int> &order, double bytes) {
+    const CollectiveInfo &info = collective_info(coll);
     std::vector<Stage> stages;
     stages.reserve(2 * order.size());
-    if (coll == Collective::AllGather) {
+    if (!info.reduces) {
         append_stages(topo, Phase::AllGather, order, bytes / topo.size(), stages);
         return stages;
     }
     const double reduced = append_stages(topo, Phase::ReduceScatter, order, bytes, stages);
-    if (coll == Collective::AllReduce)
+    if (info.gathers)
         append_stages(topo, Phase::AllGather, std::vector<int>(order.rbegin(), order.rend()),
                       reduced, stages);
     return stages;
@@ -137,7 +144,7 @@ std::vector<ChunkSchedule> schedule_chunks(const Topology &topo, Collective coll
         chunk.bytes = bytes;
         const bool themis = params.policy == Policy::Themis && !ascending.empty();
         // A standalone AG goes most loaded first; RS (and All-Reduce) least loaded first.
-        const bool gather = coll == Collective::AllGather;
+        const bool gather = !collective_info(coll).reduces;
         const std::vector<int> &baseline = gather ? descending : ascending;
         const std::vector<int> order =
             themis ? themis_order(topo, tracker, baseline, gather, bytes, params.threshold)

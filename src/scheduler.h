@@ -24,6 +24,22 @@
 namespace themis {
 
 enum class Collective { AllReduce, ReduceScatter, AllGather };
+
+// What a collective is made of, one row per collective (scheduler.cpp): everything the
+// core asks of a collective follows from these.
+//   reduces   its chunks pass Reduce-Scatter stages (the tracker charges those); without,
+//             each rank brings only its own block (All-Gather)
+//   gathers   its chunks pass All-Gather stages; without, each rank keeps only its own
+//             block (Reduce-Scatter)
+// Both: All-Reduce, one vector cut into chunks, the AG stages the RS ones reversed.
+struct CollectiveInfo {
+    Collective id;
+    const char *name;
+    bool reduces, gathers;
+    bool one_vector() const { return reduces && gathers; }
+    int phases() const { return int(reduces) + int(gathers); }
+};
+const CollectiveInfo &collective_info(Collective c);
 enum class Policy { Baseline, Themis };
 // What the Dim Load Tracker charges for a stage placed on a dimension:
 //   reference  bandwidth time only, All-Reduce charged as its RS half (the paper's

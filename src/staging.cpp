@@ -100,13 +100,9 @@ std::vector<ChunkFootprint> chunk_footprints(const Plan &plan) {
         const PlanOp &head = plan.ops[first[k]], &tail = plan.ops[last[k]];
         std::vector<ByteRange> whole;
         for (const StagedRange &r : f.runs) whole.push_back({r.offset, r.length});
-        f.initial = place(
-            plan.collective == Collective::AllGather ? block_ranges(head, head.my_block) : whole,
-            f.runs);
-        f.result =
-            place(plan.collective == Collective::ReduceScatter ? block_ranges(tail, tail.my_block)
-                                                               : whole,
-                  f.runs);
+        const CollectiveInfo &info = collective_info(plan.collective);
+        f.initial = place(info.reduces ? whole : block_ranges(head, head.my_block), f.runs);
+        f.result = place(info.gathers ? whole : block_ranges(tail, tail.my_block), f.runs);
     }
     return out;
 }

@@ -167,6 +167,24 @@ TEST(SchedulerPaperExample, Fig7StandaloneAllGatherMostLoadedFirst) {
     EXPECT_DOUBLE_EQ(s[1].stages[1].input_bytes, 16e6);
 }
 
+TEST(SchedulerNames, EachCollectivesRowSaysWhichPhasesItsChunksPass) {
+    // The stages a chunk gets (chunk_stages) follow the row: RS and AG both for
+    // All-Reduce, one of them for the others.
+    const Topology t({dim(2, 1e9), dim(4, 1e9)});
+    for (Collective c : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather}) {
+        const CollectiveInfo &info = collective_info(c);
+        EXPECT_EQ(info.id, c);
+        int rs = 0, ag = 0;
+        for (const Stage &s : chunk_stages(t, c, {0, 1}, 1e6))
+            ++(s.phase == Phase::ReduceScatter ? rs : ag);
+        EXPECT_EQ(rs, info.reduces ? 2 : 0) << info.name;
+        EXPECT_EQ(ag, info.gathers ? 2 : 0) << info.name;
+        EXPECT_EQ(info.phases(), int(rs > 0) + int(ag > 0)) << info.name;
+    }
+    EXPECT_TRUE(collective_info(Collective::AllReduce).one_vector());
+    EXPECT_FALSE(collective_info(Collective::ReduceScatter).one_vector());
+}
+
 // ---------------------------------------------------------------------------------------
 // Load carried from one call to the next one in flight with it (u = 1e-5 s, as above)
 
