@@ -42,6 +42,7 @@ struct Running {
 
 // One collective of a replay: its chunks' range and each dimension's issue order.
 struct CallOrder {
+    const Topology *topology = nullptr; // its dimensions' algorithms; null: the replay's
     int first_chunk = 0, end_chunk = 0;
     std::vector<std::vector<StageRef>> dim_order; // chunk refs into the joined chunks
     std::vector<size_t> position;                 // per dimension: next in dim_order
@@ -181,9 +182,16 @@ class Simulation {
         return !any || params_.max_active_bytes <= 0 || own + bytes <= params_.max_active_bytes;
     }
 
+    // The network a stage runs on: its call's own algorithms, where the call planned others.
+    const Topology &topology_of(StageRef r) const {
+        if (calls_.empty()) return topo_;
+        const Topology *own = calls_[call_of_[r.chunk]].topology;
+        return own ? *own : topo_;
+    }
+
     void start(int d, StageRef ref, double ready, double key) {
         const Stage &s = stage(ref);
-        const Dimension &dim = topo_.dim(d);
+        const Dimension &dim = topology_of(ref).dim(d);
         // Recorded as they start: runs come out in start order.
         const size_t run = out_.runs.size();
         out_.runs.push_back({ref, d, ready, now_, 0});
@@ -296,6 +304,7 @@ Ordering replay_calls(const Topology &topo, const std::vector<ReplayCall> &calls
     std::vector<CallOrder> orders;
     for (const ReplayCall &call : calls) {
         CallOrder order;
+        order.topology = call.topology;
         order.first_chunk = static_cast<int>(chunks.size());
         for (const ChunkSchedule &c : *call.chunks) {
             chunks.push_back(c);

@@ -81,6 +81,9 @@ enum class CrossCall { InOrder, FillIdle };
 struct ReplayCall {
     const std::vector<ChunkSchedule> *chunks;
     const std::vector<std::vector<StageRef>> *dim_order;
+    // The algorithms its plan chose (the planner may choose others per call); null: the
+    // replay's topology. Peers and bandwidths must be the replay's.
+    const Topology *topology = nullptr;
 };
 
 // Several collectives started together, each issuing its own dim_order (as the engine runs

@@ -48,7 +48,7 @@ SimResult simulate(const SimCase &c) {
     }
     std::vector<ReplayCall> replayed;
     for (const Prediction &p : calls) {
-        replayed.push_back({&p.schedule, &p.ordering.dim_order});
+        replayed.push_back({&p.schedule, &p.ordering.dim_order, &p.topology});
         r.schedule.insert(r.schedule.end(), p.schedule.begin(), p.schedule.end());
     }
     r.ordering = replay_calls(r.topology, replayed, c.ordering, CrossCall::FillIdle);

@@ -552,6 +552,24 @@ TEST(OrderingReplay, ALaterCallFillsWhatTheEarlierLeavesIdle) {
         replay_calls(t, calls, op(IntraPolicy::Scf, 1), CrossCall::InOrder).makespan, 1e-12));
 }
 
+TEST(OrderingReplay, EachCallRunsTheAlgorithmsItsPlanChose) {
+    // One dimension of 4 peers, 1 s per step, bandwidth out of the picture (1e12 B/s), K = 1:
+    // a stage costs its algorithm's steps: ring 3 s, direct 1 s. Call A runs ring, call B
+    // direct: 3 + 1 = 4 s; replayed on A's network for both, 6 s.
+    const Topology ring({dim(4, 1e12, 1.0, Algorithm::Ring)});
+    const Topology direct({dim(4, 1e12, 1.0, Algorithm::Direct)});
+    const std::vector<ChunkSchedule> one = {chunk({rs(0, 8)})};
+    const std::vector<std::vector<StageRef>> order = {{{0, 0}}};
+    const OrderingParams o = op(IntraPolicy::Scf, 1);
+    EXPECT_TRUE(close_rel(
+        replay_calls(ring, {{&one, &order, &ring}, {&one, &order, &direct}}, o, CrossCall::InOrder)
+            .makespan,
+        4.0, 1e-9));
+    EXPECT_TRUE(close_rel(
+        replay_calls(ring, {{&one, &order}, {&one, &order}}, o, CrossCall::InOrder).makespan, 6.0,
+        1e-9));
+}
+
 TEST(OrderingNames, IntraPolicyNames) {
     EXPECT_STREQ(intra_policy_name(IntraPolicy::Fifo), "fifo");
     EXPECT_STREQ(intra_policy_name(IntraPolicy::Scf), "scf");
