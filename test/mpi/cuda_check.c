@@ -1,5 +1,6 @@
 /* cuda_check.c: MPI_Allreduce, MPI_Reduce_scatter(_block) and MPI_Allgather on CUDA device
- * buffers, every result checked against values computed here on the host.
+ * buffers, blocking, nonblocking and persistent, every result checked against values
+ * computed here on the host.
  *
  *   themis-cuda-check --probe      exit 0 if a CUDA device is usable, 77 (skip) if not
  *   mpirun ... themis-cuda-check [--kinds device|mixed|split] [--expect direct|ipc|staged|nokernels|any]
@@ -274,6 +275,95 @@ static void persistent_case(size_t count)
 #else
     (void) count;
 #endif
+}
+
+/* Checks `n` received int32 elements against want(i). */
+static void check_ints(const char *what, const int32_t *h, size_t n, int32_t (*want)(size_t, int),
+                       int round)
+{
+    for (size_t i = 0; i < n; ++i)
+        if (h[i] != want(i, round)) {
+            fail("%s: element %zu is %d, expected %d", what, i, h[i], want(i, round));
+            return;
+        }
+}
+
+static size_t nb_block; /* nonblocking_case: elements per rank of the scattered/gathered data */
+static int32_t nb_sum(size_t i, int round) { return (int32_t) (expected(0, i) + (double) round * size); }
+static int32_t nb_own_sum(size_t i, int round) { return nb_sum((size_t) rank * nb_block + i, round); }
+static int32_t nb_gathered(size_t i, int round) { return val((int) (i / nb_block), i % nb_block) + round; }
+
+/* The nonblocking forms on device buffers: MPI_Iallreduce, MPI_Ireduce_scatter_block and
+ * MPI_Iallgather, two rounds all outstanding at once, then one MPI_Waitall; every result
+ * exact. First, that such a call does not wait for its peers: rank 0 starts an
+ * MPI_Iallreduce and tests it before any other rank has started its own (they wait for
+ * rank 0's word, sent after the test): it cannot be complete, and a call that blocked
+ * until the others joined would hang the run (the test's timeout fails it). */
+static void nonblocking_case(size_t count)
+{
+    enum { ROUNDS = 2 };
+    nb_block = count / (size_t) size;
+    const size_t all = nb_block * (size_t) size, n = count > all ? count : all;
+    int32_t *h = malloc(n * sizeof(int32_t));
+    MPI_Request req;
+    int flag = 0, word = 0;
+    struct buf s = alloc_buf(on_dev(0), count * sizeof(int32_t)), r = alloc_buf(on_dev(1), count * sizeof(int32_t));
+    for (size_t i = 0; i < count; ++i) h[i] = (int32_t) input(0, rank, i);
+    put(&s, h);
+    if (rank != 0) MPI_Recv(&word, 1, MPI_INT, 0, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    if (MPI_Iallreduce(s.p, r.p, (int) count, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &req) != MPI_SUCCESS)
+        fail("nonblocking allreduce: start failed");
+    if (rank == 0) {
+        MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
+        if (flag) fail("nonblocking allreduce: complete before the other ranks started it");
+        for (int q = 1; q < size; ++q) MPI_Send(&word, 1, MPI_INT, q, 7, MPI_COMM_WORLD);
+    }
+    if (MPI_Wait(&req, MPI_STATUS_IGNORE) != MPI_SUCCESS) fail("nonblocking allreduce: wait failed");
+    get(&r, h, "nonblocking allreduce");
+    check_ints("nonblocking allreduce started alone", h, count, nb_sum, 0);
+    ++checks;
+    free_buf(&s);
+    free_buf(&r);
+
+    /* Per round: allreduce, reduce_scatter_block, allgather; [send, receive] buffers. */
+    struct buf b[ROUNDS][3][2];
+    MPI_Request reqs[ROUNDS * 3];
+    for (int c = 0; c < ROUNDS; ++c) {
+        const size_t send[3] = {count, all, nb_block}, recv[3] = {count, nb_block, all};
+        for (int k = 0; k < 3; ++k) {
+            b[c][k][0] = alloc_buf(on_dev(0), send[k] * sizeof(int32_t));
+            b[c][k][1] = alloc_buf(on_dev(1), recv[k] * sizeof(int32_t));
+            for (size_t i = 0; i < send[k]; ++i)
+                h[i] = k == 2 ? val(rank, i) + c : (int32_t) input(0, rank, i) + c;
+            put(&b[c][k][0], h);
+        }
+    }
+    int rc = MPI_SUCCESS;
+    for (int c = 0; c < ROUNDS; ++c) {
+        rc |= MPI_Iallreduce(b[c][0][0].p, b[c][0][1].p, (int) count, MPI_INT, MPI_SUM, MPI_COMM_WORLD,
+                             &reqs[3 * c]);
+        rc |= MPI_Ireduce_scatter_block(b[c][1][0].p, b[c][1][1].p, (int) nb_block, MPI_INT, MPI_SUM,
+                                        MPI_COMM_WORLD, &reqs[3 * c + 1]);
+        rc |= MPI_Iallgather(b[c][2][0].p, (int) nb_block, MPI_INT, b[c][2][1].p, (int) nb_block, MPI_INT,
+                             MPI_COMM_WORLD, &reqs[3 * c + 2]);
+    }
+    if (rc != MPI_SUCCESS) fail("nonblocking calls in flight together: a start failed");
+    if (MPI_Waitall(ROUNDS * 3, reqs, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
+        fail("nonblocking calls in flight together: wait failed");
+    for (int c = 0; c < ROUNDS; ++c) {
+        get(&b[c][0][1], h, "nonblocking allreduce");
+        check_ints("nonblocking allreduce in flight with others", h, count, nb_sum, c);
+        get(&b[c][1][1], h, "nonblocking reduce_scatter_block");
+        check_ints("nonblocking reduce_scatter_block", h, nb_block, nb_own_sum, c);
+        get(&b[c][2][1], h, "nonblocking allgather");
+        check_ints("nonblocking allgather", h, all, nb_gathered, c);
+        checks += 3;
+        for (int k = 0; k < 3; ++k) {
+            free_buf(&b[c][k][0]);
+            free_buf(&b[c][k][1]);
+        }
+    }
+    free(h);
 }
 
 static void allreduce_case(enum kind k, int op, size_t count, int in_place)
@@ -627,6 +717,7 @@ int main(int argc, char **argv)
     repeat_case("12 MiB allreduce, non-commutative op", (size_t) 3 << 20, noncommutative_sum, 3);
     MPI_Op_free(&noncommutative_sum);
     persistent_case(big);
+    nonblocking_case(big);
 
     if (fake_counters) { /* the emulated driver says which path ran */
         fake_counters(after);

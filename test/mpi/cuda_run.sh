@@ -39,12 +39,12 @@ configured_with_cuda() { grep -Eq '^DEFS = .*-DTHEMIS_HAVE_CUDA=1' "$BUILDDIR/Ma
 # Runs themis-cuda-check (--bench COMM: themis-bench, whose themis runs on communicator
 # COMM) under mpirun with coll/themis from the build tree (verbose 2 unless given), and
 # checks the program's verdict, that themis itself ran the collectives (default: all
-# four) on MPI_COMM_WORLD or COMM (its stats lines), and that the output matches every
-# REGEX.
+# four and the nonblocking forms the program starts) on MPI_COMM_WORLD or COMM (its
+# stats lines), and that the output matches every REGEX.
 run() {
   local name=$1 np=$2; shift 2
   local -a env=() mca=() expect=()
-  local colls="allreduce reduce_scatter reduce_scatter_block allgather" verbose=2
+  local colls="allreduce reduce_scatter reduce_scatter_block allgather iallreduce ireduce_scatter_block iallgather" verbose=2
   local prog=$PROG comm=MPI_COMM_WORLD verdict='cuda_check: passed|cuda_bench:'
   while [ "$1" != "--" ]; do
     case $1 in

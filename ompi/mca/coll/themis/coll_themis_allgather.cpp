@@ -73,60 +73,56 @@ void place_contribution(const void *sbuf, int scount, ompi_datatype_t *sdtype, c
 }
 
 // MPI_Allgather with a device buffer (coll_themis_cuda.h).
-void allgather_device(Context &ctx, const void *sbuf, int scount, ompi_datatype_t *sdtype,
-                      void *rbuf, int rcount, ompi_datatype_t *rdtype) {
-    const RankLayout &layout = ctx.layout();
-    const int n = static_cast<int>(layout.rank_at.size());
+Prepared prepare_allgather_device(Context &ctx, const void *sbuf, int scount,
+                                  ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                                  ompi_datatype_t *rdtype) {
+    const int n = static_cast<int>(ctx.layout().rank_at.size());
     const uint64_t block = element_extent(rdtype) * static_cast<uint64_t>(rcount);
-    const int me = layout.rank_at[ctx.position()];
+    const int me = ctx.layout().rank_at[ctx.position()];
     const bool on_device = cuda::on_device(rbuf);
     if (sbuf != MPI_IN_PLACE)
         place_contribution(sbuf, scount, sdtype, static_cast<char *>(rbuf) + me * block, on_device,
                            rcount, rdtype);
-    if (!on_device) { // only the send buffer was on the device
-        allgather(ctx, MPI_IN_PLACE, scount, sdtype, rbuf, rcount, rdtype);
-        return;
-    }
-    std::vector<uint64_t> displs(n);
-    for (int p = 0; p < n; ++p) displs[p] = static_cast<uint64_t>(layout.rank_at[p]) * block;
-    PlanRequest req = ctx.request(Collective::AllGather, 1, std::vector<uint64_t>(n, block));
-    req.block_displs = displs;
-    NoReducer none;
+    // From here on the plan of the host path, in place; only where the bytes are differs.
+    Prepared p = prepare_allgather(ctx, MPI_IN_PLACE, scount, sdtype, rbuf, rcount, rdtype);
+    if (!on_device) return p; // only the send buffer was on the device
     if (cuda::direct(ctx)) {
-        RunOptions options;
-        options.memory = &cuda::device_memory();
-        ctx.run(req, static_cast<char *>(rbuf), none, options);
-        return;
+        p.options.memory = &cuda::device_memory();
+        return p;
     }
     const StagingRegion all{static_cast<char *>(rbuf), 0, block * n};
-    cuda::StagedRun staged(all, all, all);
-    ctx.run(req, nullptr, none, staged.options());
-    staged.finish();
+    auto staged = std::make_shared<cuda::StagedRun>(all, all, all);
+    p.work = nullptr;
+    p.options = staged->options();
+    p.then([staged] { staged->finish(); });
+    return p;
 }
-#endif
 
-#if THEMIS_HAVE_CUDA
-// With a device buffer: themis's device path, or the previous module on host copies. The
-// nonblocking form comes here too and completes before it returns (set_up false).
+// With a device buffer: themis's device path, or the previous module on host copies
+// (device_call: blocking when `started` is null).
 int allgather_on_device(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf,
                         int rcount, ompi_datatype_t *rdtype, ompi_communicator_t *comm,
                         mca_coll_base_module_t *module, int collective, const char *name,
-                        const char *unsupported, bool set_up) {
+                        const char *unsupported, std::unique_ptr<PendingCall> *started) {
     const size_t elements = static_cast<size_t>(rcount) * ompi_comm_size(comm);
-    return run_or_delegate(
+    return device_call(
         module, comm, collective, name, unsupported,
-        [&](Context &ctx) { allgather_device(ctx, sbuf, scount, sdtype, rbuf, rcount, rdtype); },
-        [&](mca_coll_themis_module_t *m) {
-            return previous_through_host(name, [&] {
-                cuda::HostView s(sbuf, sdtype, static_cast<size_t>(scount), true);
-                cuda::HostView r(rbuf, rdtype, elements, sbuf == MPI_IN_PLACE);
-                int rc = m->previous_allgather(s.get(), scount, sdtype, r.get(), rcount, rdtype,
-                                               comm, m->previous_allgather_module);
-                if (rc == OMPI_SUCCESS) r.copy_back(elements);
-                return rc;
-            });
+        [=](Context &ctx) {
+            return prepare_allgather_device(ctx, sbuf, scount, sdtype, rbuf, rcount, rdtype);
         },
-        set_up ? SetUp::ByDeviceCall : SetUp::AtBarrierByDevice);
+        [=] {
+            return HostCopies{
+                std::make_unique<cuda::HostView>(sbuf, sdtype, static_cast<size_t>(scount), true),
+                std::make_unique<cuda::HostView>(rbuf, rdtype, elements, sbuf == MPI_IN_PLACE),
+                elements};
+        },
+        [=](mca_coll_themis_module_t *m, const void *s, void *r, ompi_request_t **request) {
+            return request ? m->previous_iallgather(s, scount, sdtype, r, rcount, rdtype, comm,
+                                                    request, m->previous_iallgather_module)
+                           : m->previous_allgather(s, scount, sdtype, r, rcount, rdtype, comm,
+                                                   m->previous_allgather_module);
+        },
+        started);
 }
 #endif
 
@@ -149,7 +145,7 @@ extern "C" int mca_coll_themis_allgather(const void *sbuf, int scount,
 #if THEMIS_HAVE_CUDA
     if (cuda::on_device(sbuf) || cuda::on_device(rbuf))
         return allgather_on_device(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, module,
-                                   THEMIS_COLL_ALLGATHER, "MPI_Allgather", unsupported, true);
+                                   THEMIS_COLL_ALLGATHER, "MPI_Allgather", unsupported, nullptr);
 #endif
     return run_or_delegate(
         module, comm, THEMIS_COLL_ALLGATHER, "MPI_Allgather", unsupported,
@@ -169,10 +165,13 @@ extern "C" int mca_coll_themis_iallgather(const void *sbuf, int scount,
     const char *unsupported = allgather_unsupported(rcount, rdtype, comm);
 #if THEMIS_HAVE_CUDA
     if (cuda::on_device(sbuf) || cuda::on_device(rbuf))
-        return completed_request(allgather_on_device(sbuf, scount, sdtype, rbuf, rcount, rdtype,
-                                                     comm, module, THEMIS_COLL_IALLGATHER,
-                                                     "MPI_Iallgather", unsupported, false),
-                                 request);
+        return start_on_device(
+            [&](std::unique_ptr<PendingCall> *started) {
+                return allgather_on_device(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, module,
+                                           THEMIS_COLL_IALLGATHER, "MPI_Iallgather", unsupported,
+                                           started);
+            },
+            request);
 #endif
     return start_or_delegate(
         module, comm, THEMIS_COLL_IALLGATHER, "MPI_Iallgather", unsupported, request,
@@ -198,12 +197,13 @@ extern "C" int mca_coll_themis_allgather_init(const void *sbuf, int scount,
         [=](Context &ctx) {
             return prepare_allgather(ctx, sbuf, scount, sdtype, rbuf, rcount, rdtype);
         },
-        [=] {
+        [=](std::unique_ptr<PendingCall> *started) {
 #if THEMIS_HAVE_CUDA
             return allgather_on_device(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, module,
                                        THEMIS_COLL_ALLGATHER_INIT, "MPIX_Allgather_init",
-                                       unsupported, false);
+                                       unsupported, started);
 #else
+            (void)started;
             return OMPI_ERR_NOT_SUPPORTED; // no device buffers without CUDA
 #endif
         },

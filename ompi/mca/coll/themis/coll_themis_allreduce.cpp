@@ -49,19 +49,19 @@ void allreduce(Context &ctx, const void *sbuf, void *rbuf, int count, ompi_datat
 #if THEMIS_HAVE_CUDA
 // MPI_Allreduce with a device buffer (coll_themis_cuda.h). Predefined datatypes only (the
 // eligibility above); past the first test, without gaps: count x extent bytes of data.
-void allreduce_device(Context &ctx, const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
-                      ompi_op_t *op) {
+Prepared prepare_allreduce_device(Context &ctx, const void *sbuf, void *rbuf, int count,
+                                  ompi_datatype_t *dtype, ompi_op_t *op) {
     size_t type_size = 0;
     ompi_datatype_type_size(dtype, &type_size);
     const size_t extent = element_extent(dtype);
     if (!cuda::on_device(rbuf) || type_size < extent) {
         // Only the input is on the device, or a pair type with gaps (reduced on the host
         // anyway, and rbuf's gaps must stay as they are): the path above on host copies.
-        cuda::HostView s(sbuf, dtype, static_cast<size_t>(count), true);
-        cuda::HostView r(rbuf, dtype, static_cast<size_t>(count), true);
-        allreduce(ctx, s.get(), r.get(), count, dtype, op);
-        r.copy_back(static_cast<size_t>(count));
-        return;
+        auto s = std::make_shared<cuda::HostView>(sbuf, dtype, static_cast<size_t>(count), true);
+        auto r = std::make_shared<cuda::HostView>(rbuf, dtype, static_cast<size_t>(count), true);
+        Prepared p = prepare_allreduce(ctx, s->get(), r->get(), count, dtype, op);
+        p.then([s, r, count] { r->copy_back(static_cast<size_t>(count)); });
+        return p;
     }
     const void *input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
     ptrdiff_t lo = 0, span = 0;
@@ -69,45 +69,48 @@ void allreduce_device(Context &ctx, const void *sbuf, void *rbuf, int count, omp
     const size_t bytes = extent * static_cast<size_t>(count);
     if (static_cast<size_t>(span) != bytes)
         throw std::logic_error("datatype with gaps on the device path");
-    const PlanRequest req =
-        ctx.request(Collective::AllReduce, extent, {static_cast<uint64_t>(count)});
+    Prepared p;
+    p.request = ctx.request(Collective::AllReduce, extent, {static_cast<uint64_t>(count)});
     if (cuda::direct(ctx)) { // the transport moves device memory: run on it
         cuda::copy(rbuf, input, bytes);
-        cuda::DeviceReducer reducer(op, dtype, extent);
-        RunOptions options;
-        options.memory = &cuda::device_memory();
-        ctx.run(req, static_cast<char *>(rbuf), reducer, options);
-        return;
+        p.work = static_cast<char *>(rbuf);
+        p.reducer = std::make_unique<cuda::DeviceReducer>(op, dtype, extent);
+        p.options.memory = &cuda::device_memory();
+        return p;
     }
     // Staged: chunks come in from the input, results go out to rbuf, which also holds
     // chunks evicted meanwhile.
     const StagingRegion source{static_cast<char *>(const_cast<void *>(input)), 0, bytes};
     const StagingRegion home{static_cast<char *>(rbuf), 0, bytes};
-    cuda::StagedRun staged(source, home, home);
-    OpReducer reducer(op, dtype, extent);
-    ctx.run(req, nullptr, reducer, staged.options());
-    staged.finish();
+    auto staged = std::make_shared<cuda::StagedRun>(source, home, home);
+    p.reducer = std::make_unique<OpReducer>(op, dtype, extent);
+    p.options = staged->options();
+    p.then([staged] { staged->finish(); });
+    return p;
 }
 
-// With a device buffer: themis's device path, or the previous module on host copies. The
-// nonblocking form comes here too and completes before it returns (set_up false).
+// With a device buffer: themis's device path, or the previous module on host copies
+// (device_call: blocking when `started` is null).
 int allreduce_on_device(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
                         ompi_op_t *op, ompi_communicator_t *comm, mca_coll_base_module_t *module,
-                        int collective, const char *name, const char *unsupported, bool set_up) {
-    return run_or_delegate(
+                        int collective, const char *name, const char *unsupported,
+                        std::unique_ptr<PendingCall> *started) {
+    return device_call(
         module, comm, collective, name, unsupported,
-        [&](Context &ctx) { allreduce_device(ctx, sbuf, rbuf, count, dtype, op); },
-        [&](mca_coll_themis_module_t *m) {
-            return previous_through_host(name, [&] {
-                cuda::HostView s(sbuf, dtype, static_cast<size_t>(count), true);
-                cuda::HostView r(rbuf, dtype, static_cast<size_t>(count), sbuf == MPI_IN_PLACE);
-                int rc = m->previous_allreduce(s.get(), r.get(), count, dtype, op, comm,
-                                               m->previous_allreduce_module);
-                if (rc == OMPI_SUCCESS) r.copy_back(static_cast<size_t>(count));
-                return rc;
-            });
+        [=](Context &ctx) { return prepare_allreduce_device(ctx, sbuf, rbuf, count, dtype, op); },
+        [=] {
+            const size_t n = static_cast<size_t>(count);
+            return HostCopies{
+                std::make_unique<cuda::HostView>(sbuf, dtype, n, true),
+                std::make_unique<cuda::HostView>(rbuf, dtype, n, sbuf == MPI_IN_PLACE), n};
         },
-        set_up ? SetUp::ByDeviceCall : SetUp::AtBarrierByDevice);
+        [=](mca_coll_themis_module_t *m, const void *s, void *r, ompi_request_t **request) {
+            return request ? m->previous_iallreduce(s, r, count, dtype, op, comm, request,
+                                                    m->previous_iallreduce_module)
+                           : m->previous_allreduce(s, r, count, dtype, op, comm,
+                                                   m->previous_allreduce_module);
+        },
+        started);
 }
 #endif
 
@@ -128,7 +131,7 @@ extern "C" int mca_coll_themis_allreduce(const void *sbuf, void *rbuf, int count
 #if THEMIS_HAVE_CUDA
     if (cuda::on_device(sbuf) || cuda::on_device(rbuf))
         return allreduce_on_device(sbuf, rbuf, count, dtype, op, comm, module,
-                                   THEMIS_COLL_ALLREDUCE, "MPI_Allreduce", unsupported, true);
+                                   THEMIS_COLL_ALLREDUCE, "MPI_Allreduce", unsupported, nullptr);
 #endif
     return run_or_delegate(
         module, comm, THEMIS_COLL_ALLREDUCE, "MPI_Allreduce", unsupported,
@@ -147,10 +150,13 @@ extern "C" int mca_coll_themis_iallreduce(const void *sbuf, void *rbuf, int coun
     const char *unsupported = allreduce_unsupported(count, dtype, op);
 #if THEMIS_HAVE_CUDA
     if (cuda::on_device(sbuf) || cuda::on_device(rbuf))
-        return completed_request(allreduce_on_device(sbuf, rbuf, count, dtype, op, comm, module,
-                                                     THEMIS_COLL_IALLREDUCE, "MPI_Iallreduce",
-                                                     unsupported, false),
-                                 request);
+        return start_on_device(
+            [&](std::unique_ptr<PendingCall> *started) {
+                return allreduce_on_device(sbuf, rbuf, count, dtype, op, comm, module,
+                                           THEMIS_COLL_IALLREDUCE, "MPI_Iallreduce", unsupported,
+                                           started);
+            },
+            request);
 #endif
     return start_or_delegate(
         module, comm, THEMIS_COLL_IALLREDUCE, "MPI_Iallreduce", unsupported, request,
@@ -171,12 +177,13 @@ extern "C" int mca_coll_themis_allreduce_init(const void *sbuf, void *rbuf, int 
         module, comm, THEMIS_COLL_ALLREDUCE_INIT, "MPIX_Allreduce_init", unsupported,
         any_on_device(sbuf, rbuf), request, objects(comm, dtype, op),
         [=](Context &ctx) { return prepare_allreduce(ctx, sbuf, rbuf, count, dtype, op); },
-        [=] {
+        [=](std::unique_ptr<PendingCall> *started) {
 #if THEMIS_HAVE_CUDA
             return allreduce_on_device(sbuf, rbuf, count, dtype, op, comm, module,
                                        THEMIS_COLL_ALLREDUCE_INIT, "MPIX_Allreduce_init",
-                                       unsupported, false);
+                                       unsupported, started);
 #else
+            (void)started;
             return OMPI_ERR_NOT_SUPPORTED; // no device buffers without CUDA
 #endif
         },

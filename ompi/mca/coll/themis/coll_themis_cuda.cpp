@@ -86,7 +86,7 @@ DeviceBuffer::~DeviceBuffer() {
 }
 
 DeviceReducer::DeviceReducer(ompi_op_t *op, ompi_datatype_t *dtype, size_t extent)
-    : op_(op), dtype_(dtype), extent_(extent) {
+    : host_(op, dtype, extent) {
     const std::optional<KernelChoice> choice = choose_kernel(op, dtype, extent);
     if (!choice) return;
     kernel_ = current_device().kernel(choice->op, choice->type);
@@ -106,7 +106,7 @@ void DeviceReducer::reduce(void *dst, const void *src, size_t bytes) {
     try {
         copy(h_dst, dst, bytes);
         copy(h_src, src, bytes);
-        ompi_op_reduce(op_, h_src, h_dst, bytes / extent_, dtype_);
+        host_.reduce(h_dst, h_src, bytes);
         copy(dst, h_dst, bytes);
     } catch (...) {
         bounce.release(h_src, bytes);

@@ -27,6 +27,7 @@
 #include <memory>
 
 #include "coll_themis_context.h"
+#include "coll_themis_op.h"
 #include "engine.h"
 #include "staging.h"
 
@@ -72,18 +73,16 @@ class DeviceBuffer {
 // dst = src op dst over device data: a CUDA kernel for sum, prod, min and max over the
 // floating and integer types (8- and 16-bit sums excepted, see cuda/kernel_choice.h),
 // anything else on the host after copying both operands there, with Open MPI's own
-// functions.
+// functions (holding the op, as OpReducer does, for a nonblocking call).
 class DeviceReducer : public Reducer {
   public:
     DeviceReducer(ompi_op_t *op, ompi_datatype_t *dtype, size_t extent);
     void reduce(void *dst, const void *src, size_t bytes) override;
-    size_t element_bytes() const override { return extent_; }
+    size_t element_bytes() const override { return host_.element_bytes(); }
     bool on_gpu() const { return kernel_ != nullptr; }
 
   private:
-    ompi_op_t *op_;
-    ompi_datatype_t *dtype_;
-    size_t extent_;
+    OpReducer host_;
     void *kernel_ = nullptr; // CUfunction
     size_t element_size_ = 0;
 };

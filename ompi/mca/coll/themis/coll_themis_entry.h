@@ -12,12 +12,14 @@
 // run on themis once a blocking call has set it up; before, the previous module runs them,
 // and the communicator's next MPI_Barrier (blocking, entered by every rank in the same
 // order as its other collectives) sets it up (coll_themis_barrier.cpp).
-// A host collective is prepared (inputs in place, plan request, what completes it), then
+// A collective is prepared (inputs in place, plan request, what completes it), then
 // run to the end (blocking) or started and completed from the progress loop.
 //
 // With CUDA (coll_themis_cuda.h) each entry point first asks whether its buffers are
-// device memory; if so the same decision is taken with device-aware `run` and `previous`
-// (the memory kind changes how this rank's bytes move, never whether themis runs).
+// device memory; if so the same decision is taken with a device-aware Prepared collective
+// and `previous` on host copies (device_call below: the memory kind changes how this rank's
+// bytes move, never whether themis runs). A nonblocking call on device buffers runs on
+// the engine from the progress loop like one on host buffers.
 #pragma once
 
 #include "coll_themis_context.h"
@@ -30,16 +32,24 @@
 
 namespace themis {
 
-// A host collective ready for the engine.
+// A collective ready for the engine.
 struct Prepared {
     PlanRequest request;
     char *work = nullptr;
     std::unique_ptr<Reducer> reducer;
+    RunOptions options;           // device buffers: device temporaries or staging hooks
     std::function<void()> finish; // once complete: results out, temporaries back (or empty)
+    // Adds `step` after what finish does already.
+    void then(std::function<void()> step) {
+        finish = [first = std::move(finish), step = std::move(step)] {
+            if (first) first();
+            step();
+        };
+    }
 };
 
 inline void run_prepared(Context &ctx, Prepared p) {
-    ctx.run(p.request, p.work, *p.reducer);
+    ctx.run(p.request, p.work, *p.reducer, p.options);
     if (p.finish) p.finish();
 }
 
@@ -50,7 +60,7 @@ class EngineCall : public PendingCall {
     EngineCall(ompi_communicator_t *comm, Context &ctx, Prepared p)
         : comm_(comm), p_(std::move(p)) {
         OBJ_RETAIN(comm_);
-        started_ = ctx.start(p_.request, p_.work, *p_.reducer);
+        started_ = ctx.start(p_.request, p_.work, *p_.reducer, p_.options);
     }
     ~EngineCall() override {
         started_.reset();
@@ -171,8 +181,8 @@ class Retained {
     std::vector<opal_object_t *> objects_;
 };
 
-// A run that ended before MPI_Start returned (device buffers run their blocking path, as
-// the nonblocking forms do): its request completes at the next progress, with its error.
+// A call that failed before it was started (its error said): its request completes at the
+// next progress, with that error.
 class FinishedCall : public PendingCall {
   public:
     explicit FinishedCall(int rc) : rc_(rc) {}
@@ -187,9 +197,9 @@ class FinishedCall : public PendingCall {
 
 // The persistent form (MPIX_*_init): decided like the nonblocking form, at init (a
 // communicator set up by a blocking call, an eligible call); then every MPI_Start runs
-// `prepare` on the engine. With a device buffer every MPI_Start runs `device()` instead
-// (the device path, deciding per run as the blocking form does; an MPI return code): the
-// module below cannot take device buffers. `keep`: what the request holds until freed.
+// `prepare` on the engine. With a device buffer every MPI_Start runs `device(&started)`
+// instead (device_call below, deciding per run as the nonblocking form does): the module
+// below cannot take device buffers. `keep`: what the request holds until freed.
 template <typename Prepare, typename Device, typename Previous>
 int init_or_delegate(mca_coll_base_module_t *module, ompi_communicator_t *comm, int collective,
                      const char *name, const char *unsupported, bool on_device,
@@ -200,7 +210,9 @@ int init_or_delegate(mca_coll_base_module_t *module, ompi_communicator_t *comm, 
         return persistent_request(
             [=]() -> std::unique_ptr<PendingCall> {
                 (void)kept; // held as long as the request
-                return std::make_unique<FinishedCall>(device());
+                std::unique_ptr<PendingCall> started;
+                const int rc = device(&started);
+                return started ? std::move(started) : std::make_unique<FinishedCall>(rc);
             },
             request);
     }
@@ -220,14 +232,78 @@ int init_or_delegate(mca_coll_base_module_t *module, ompi_communicator_t *comm, 
 }
 
 #if THEMIS_HAVE_CUDA
-// The previous module for a call with device buffers: `call` runs it on host copies
-// (cuda::HostView); a CUDA failure becomes an MPI error, as inside themis.
-template <typename Call> int previous_through_host(const char *name, Call call) {
-    try {
-        return call();
-    } catch (const std::exception &e) {
-        return report_failure(name, e);
+// Host copies of a call's device buffers for the module below, which cannot take device
+// memory: the send and receive views, and how many receive elements go back after it.
+struct HostCopies {
+    std::unique_ptr<cuda::HostView> send, recv;
+    size_t back = 0;
+};
+
+// A nonblocking call the module below runs on host copies: complete once the module's
+// request is (its own progress moves it), then the results go back to the device.
+class ThroughHostCall : public PendingCall {
+  public:
+    ThroughHostCall(ompi_request_t *inner, HostCopies copies)
+        : inner_(inner), copies_(std::move(copies)) {}
+    bool progress() override {
+        if (!REQUEST_COMPLETE(inner_)) return false;
+        const int rc = inner_->req_status.MPI_ERROR;
+        ompi_request_free(&inner_);
+        if (rc != OMPI_SUCCESS) throw std::runtime_error("the previous module's call failed");
+        copies_.recv->copy_back(copies_.back);
+        return true;
     }
+
+  private:
+    ompi_request_t *inner_;
+    HostCopies copies_;
+};
+
+// A call with a device buffer: themis's device path (`prepare(ctx)`, a Prepared collective
+// whose bytes may be in device memory, coll_themis_cuda.h) or the module below on
+// `host_copies()` (`previous(m, send, recv, request)`; a CUDA failure becomes an MPI error,
+// as inside themis). Blocking (`started` null): run to the end, and it may set the
+// communicator up; `previous` gets a null request and runs the blocking form. Nonblocking
+// or persistent: *started becomes the call in flight on the engine, or the module's
+// nonblocking form on the host copies (`previous` gets where to put its request).
+template <typename Prepare, typename Copies, typename Previous>
+int device_call(mca_coll_base_module_t *module, ompi_communicator_t *comm, int collective,
+                const char *name, const char *unsupported, Prepare prepare, Copies host_copies,
+                Previous previous, std::unique_ptr<PendingCall> *started) {
+    auto through_host = [&](mca_coll_themis_module_t *m) -> int {
+        try {
+            HostCopies copies = host_copies();
+            ompi_request_t *inner = nullptr;
+            const int rc =
+                previous(m, copies.send->get(), copies.recv->get(), started ? &inner : nullptr);
+            if (rc != OMPI_SUCCESS) return rc;
+            if (started)
+                *started = std::make_unique<ThroughHostCall>(inner, std::move(copies));
+            else
+                copies.recv->copy_back(copies.back);
+            return OMPI_SUCCESS;
+        } catch (const std::exception &e) {
+            return report_failure(name, e);
+        }
+    };
+    if (started == nullptr)
+        return run_or_delegate(
+            module, comm, collective, name, unsupported,
+            [&](Context &ctx) { run_prepared(ctx, prepare(ctx)); }, through_host,
+            SetUp::ByDeviceCall);
+    const int rc = run_or_delegate(
+        module, comm, collective, name, unsupported,
+        [&](Context &ctx) { *started = std::make_unique<EngineCall>(comm, ctx, prepare(ctx)); },
+        through_host, SetUp::AtBarrierByDevice);
+    if (!*started) *started = std::make_unique<FinishedCall>(rc);
+    return rc;
+}
+
+// The nonblocking form with a device buffer: `device(&started)` as device_call above.
+template <typename Device> int start_on_device(Device device, ompi_request_t **request) {
+    std::unique_ptr<PendingCall> started;
+    const int rc = device(&started);
+    return rc != OMPI_SUCCESS ? rc : start_request(std::move(started), request);
 }
 #endif
 

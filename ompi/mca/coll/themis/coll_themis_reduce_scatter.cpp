@@ -63,93 +63,92 @@ void reduce_scatter(Context &ctx, const void *sbuf, void *rbuf, const std::vecto
     run_prepared(ctx, prepare_reduce_scatter(ctx, sbuf, rbuf, rcounts, dtype, op));
 }
 
+// The module below, given host buffers; `request` null: the blocking form, else the
+// nonblocking one.
+using PreviousOnHost =
+    std::function<int(mca_coll_themis_module_t *, const void *, void *, ompi_request_t **)>;
+
 #if THEMIS_HAVE_CUDA
 // With device buffers (coll_themis_cuda.h): the work buffer is a device temporary that
 // the plan runs on (direct), or that holds evicted chunks while the input is staged.
-void reduce_scatter_device(Context &ctx, const void *sbuf, void *rbuf,
-                           const std::vector<int> &rcounts, ompi_datatype_t *dtype, ompi_op_t *op) {
+Prepared prepare_reduce_scatter_device(Context &ctx, const void *sbuf, void *rbuf,
+                                       const std::vector<int> &rcounts, ompi_datatype_t *dtype,
+                                       ompi_op_t *op) {
     const void *input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
     size_t type_size = 0;
     ompi_datatype_type_size(dtype, &type_size);
     const size_t extent = element_extent(dtype);
+    const int me = ctx.layout().rank_at[ctx.position()];
     if (!cuda::on_device(input) || type_size < extent) {
         // Only the result is on the device, or a pair type with gaps (reduced on the host
         // anyway, and rbuf's gaps must stay as they are): the path above on host copies.
         const size_t total = std::accumulate(rcounts.begin(), rcounts.end(), size_t(0));
-        const size_t own = static_cast<size_t>(rcounts[ctx.layout().rank_at[ctx.position()]]);
-        cuda::HostView s(sbuf, dtype, total, true);
-        cuda::HostView r(rbuf, dtype, sbuf == MPI_IN_PLACE ? total : own, true);
-        reduce_scatter(ctx, s.get(), r.get(), rcounts, dtype, op);
-        r.copy_back(own);
-        return;
+        const size_t own = static_cast<size_t>(rcounts[me]);
+        auto s = std::make_shared<cuda::HostView>(sbuf, dtype, total, true);
+        auto r =
+            std::make_shared<cuda::HostView>(rbuf, dtype, sbuf == MPI_IN_PLACE ? total : own, true);
+        Prepared p = prepare_reduce_scatter(ctx, s->get(), r->get(), rcounts, dtype, op);
+        p.then([s, r, own] { r->copy_back(own); });
+        return p;
     }
     const int n = static_cast<int>(rcounts.size());
     std::vector<uint64_t> displ;
-    const PlanRequest req = request_for(ctx, rcounts, extent, displ);
-    const int me = ctx.layout().rank_at[ctx.position()];
+    Prepared p;
+    p.request = request_for(ctx, rcounts, extent, displ);
     ptrdiff_t lo = 0, in_span = 0, out_span = 0;
     cuda::span_of(dtype, displ[n], lo, in_span);
     cuda::span_of(dtype, static_cast<size_t>(rcounts[me]), lo, out_span);
     const uint64_t mine = displ[me] * extent;
-    cuda::DeviceBuffer work(displ[n] * extent);
+    auto work = std::make_shared<cuda::DeviceBuffer>(displ[n] * extent);
     if (cuda::direct(ctx)) {
-        cuda::copy(work.get(), input, static_cast<size_t>(in_span));
-        cuda::DeviceReducer reducer(op, dtype, extent);
-        RunOptions options;
-        options.memory = &cuda::device_memory();
-        ctx.run(req, work.get(), reducer, options);
-        cuda::copy(rbuf, work.get() + mine, static_cast<size_t>(out_span));
-        return;
+        cuda::copy(work->get(), input, static_cast<size_t>(in_span));
+        p.work = work->get();
+        p.reducer = std::make_unique<cuda::DeviceReducer>(op, dtype, extent);
+        p.options.memory = &cuda::device_memory();
+        p.then([work, rbuf, mine, out_span] {
+            cuda::copy(rbuf, work->get() + mine, static_cast<size_t>(out_span));
+        });
+        return p;
     }
     // In place, results written to rbuf would overwrite input not yet staged: stage from
     // a copy then.
     const char *source = static_cast<const char *>(input);
     if (sbuf == MPI_IN_PLACE) {
-        cuda::copy(work.get(), input, static_cast<size_t>(in_span));
-        source = work.get();
+        cuda::copy(work->get(), input, static_cast<size_t>(in_span));
+        source = work->get();
     }
-    cuda::StagedRun staged({const_cast<char *>(source), 0, uint64_t(in_span)},
-                           {work.get(), 0, displ[n] * extent},
-                           {static_cast<char *>(rbuf), mine, mine + uint64_t(out_span)});
-    OpReducer reducer(op, dtype, extent);
-    ctx.run(req, nullptr, reducer, staged.options());
-    staged.finish();
+    auto staged = std::make_shared<cuda::StagedRun>(
+        StagingRegion{const_cast<char *>(source), 0, uint64_t(in_span)},
+        StagingRegion{work->get(), 0, displ[n] * extent},
+        StagingRegion{static_cast<char *>(rbuf), mine, mine + uint64_t(out_span)});
+    p.reducer = std::make_unique<OpReducer>(op, dtype, extent);
+    p.options = staged->options();
+    p.then([work, staged] { staged->finish(); });
+    return p;
 }
 
-// The previous module on host copies of device buffers.
-int reduce_scatter_through_host(const void *sbuf, void *rbuf, const std::vector<int> &rcounts,
-                                ompi_datatype_t *dtype, ompi_communicator_t *comm,
-                                const std::function<int(const void *, void *)> &previous) {
-    const size_t total = std::accumulate(rcounts.begin(), rcounts.end(), size_t(0));
-    const size_t own = static_cast<size_t>(rcounts[ompi_comm_rank(comm)]);
-    const bool in_place = sbuf == MPI_IN_PLACE;
-    cuda::HostView s(sbuf, dtype, total, true);
-    cuda::HostView r(rbuf, dtype, in_place ? total : own, in_place);
-    const int rc = previous(s.get(), r.get());
-    if (rc == OMPI_SUCCESS) r.copy_back(own);
-    return rc;
-}
-#endif
-
-#if THEMIS_HAVE_CUDA
-// With a device buffer: themis's device path, or `previous` on host copies. The nonblocking
-// forms come here too and complete before they return (set_up false).
-int reduce_scatter_on_device(
-    const void *sbuf, void *rbuf, const std::vector<int> &counts, ompi_datatype_t *dtype,
-    ompi_op_t *op, ompi_communicator_t *comm, mca_coll_base_module_t *module, int collective,
-    const char *name, const char *unsupported, bool set_up,
-    const std::function<int(mca_coll_themis_module_t *, const void *, void *)> &previous) {
-    return run_or_delegate(
+// With a device buffer: themis's device path, or `previous` on host copies (device_call:
+// blocking when `started` is null).
+int reduce_scatter_on_device(const void *sbuf, void *rbuf, const std::vector<int> &counts,
+                             ompi_datatype_t *dtype, ompi_op_t *op, ompi_communicator_t *comm,
+                             mca_coll_base_module_t *module, int collective, const char *name,
+                             const char *unsupported, std::unique_ptr<PendingCall> *started,
+                             const PreviousOnHost &previous) {
+    return device_call(
         module, comm, collective, name, unsupported,
-        [&](Context &ctx) { reduce_scatter_device(ctx, sbuf, rbuf, counts, dtype, op); },
-        [&](mca_coll_themis_module_t *m) {
-            return previous_through_host(name, [&] {
-                return reduce_scatter_through_host(
-                    sbuf, rbuf, counts, dtype, comm,
-                    [&](const void *s, void *r) { return previous(m, s, r); });
-            });
+        [&](Context &ctx) {
+            return prepare_reduce_scatter_device(ctx, sbuf, rbuf, counts, dtype, op);
         },
-        set_up ? SetUp::ByDeviceCall : SetUp::AtBarrierByDevice);
+        [&] {
+            const size_t total = std::accumulate(counts.begin(), counts.end(), size_t(0));
+            const size_t own = static_cast<size_t>(counts[ompi_comm_rank(comm)]);
+            const bool in_place = sbuf == MPI_IN_PLACE;
+            return HostCopies{
+                std::make_unique<cuda::HostView>(sbuf, dtype, total, true),
+                std::make_unique<cuda::HostView>(rbuf, dtype, in_place ? total : own, in_place),
+                own};
+        },
+        previous, started);
 }
 #endif
 
@@ -176,8 +175,8 @@ extern "C" int mca_coll_themis_reduce_scatter(const void *sbuf, void *rbuf, cons
     if (cuda::on_device(sbuf) || cuda::on_device(rbuf))
         return reduce_scatter_on_device(
             sbuf, rbuf, counts, dtype, op, comm, module, THEMIS_COLL_REDUCE_SCATTER,
-            "MPI_Reduce_scatter", unsupported, true,
-            [&](mca_coll_themis_module_t *m, const void *s, void *r) {
+            "MPI_Reduce_scatter", unsupported, nullptr,
+            [&](mca_coll_themis_module_t *m, const void *s, void *r, ompi_request_t **) {
                 return m->previous_reduce_scatter(s, r, rcounts, dtype, op, comm,
                                                   m->previous_reduce_scatter_module);
             });
@@ -202,8 +201,8 @@ extern "C" int mca_coll_themis_reduce_scatter_block(const void *sbuf, void *rbuf
     if (cuda::on_device(sbuf) || cuda::on_device(rbuf))
         return reduce_scatter_on_device(
             sbuf, rbuf, counts, dtype, op, comm, module, THEMIS_COLL_REDUCE_SCATTER_BLOCK,
-            "MPI_Reduce_scatter_block", unsupported, true,
-            [&](mca_coll_themis_module_t *m, const void *s, void *r) {
+            "MPI_Reduce_scatter_block", unsupported, nullptr,
+            [&](mca_coll_themis_module_t *m, const void *s, void *r, ompi_request_t **) {
                 return m->previous_reduce_scatter_block(s, r, rcount, dtype, op, comm,
                                                         m->previous_reduce_scatter_block_module);
             });
@@ -220,28 +219,26 @@ extern "C" int mca_coll_themis_reduce_scatter_block(const void *sbuf, void *rbuf
 namespace {
 
 // The nonblocking forms of both: MPI_Ireduce_scatter_block is MPI_Ireduce_scatter with
-// equal counts, on the device path too (its module below gets the counts array).
-template <typename PreviousNonblocking>
+// equal counts. `previous_nonblocking(m, sbuf, rbuf, request)`: the module below's form.
 int ireduce_scatter(const void *sbuf, void *rbuf, const std::vector<int> &counts,
                     ompi_datatype_t *dtype, ompi_op_t *op, ompi_communicator_t *comm,
                     ompi_request_t **request, mca_coll_base_module_t *module, int collective,
-                    const char *name, PreviousNonblocking previous_nonblocking) {
+                    const char *name, const PreviousOnHost &previous_nonblocking) {
     const char *unsupported = unsupported_for(dtype, op, total_of(counts));
 #if THEMIS_HAVE_CUDA
     if (cuda::on_device(sbuf) || cuda::on_device(rbuf))
-        return completed_request(
-            reduce_scatter_on_device(
-                sbuf, rbuf, counts, dtype, op, comm, module, collective, name, unsupported, false,
-                [&](mca_coll_themis_module_t *m, const void *s, void *r) {
-                    return m->previous_reduce_scatter(s, r, counts.data(), dtype, op, comm,
-                                                      m->previous_reduce_scatter_module);
-                }),
+        return start_on_device(
+            [&](std::unique_ptr<PendingCall> *started) {
+                return reduce_scatter_on_device(sbuf, rbuf, counts, dtype, op, comm, module,
+                                                collective, name, unsupported, started,
+                                                previous_nonblocking);
+            },
             request);
 #endif
     return start_or_delegate(
         module, comm, collective, name, unsupported, request,
         [&](Context &ctx) { return prepare_reduce_scatter(ctx, sbuf, rbuf, counts, dtype, op); },
-        previous_nonblocking);
+        [&](mca_coll_themis_module_t *m) { return previous_nonblocking(m, sbuf, rbuf, request); });
 }
 
 } // namespace
@@ -251,31 +248,32 @@ extern "C" int mca_coll_themis_ireduce_scatter(const void *sbuf, void *rbuf, con
                                                struct ompi_communicator_t *comm,
                                                ompi_request_t **request,
                                                mca_coll_base_module_t *module) {
-    return ireduce_scatter(sbuf, rbuf, std::vector<int>(rcounts, rcounts + ompi_comm_size(comm)),
-                           dtype, op, comm, request, module, THEMIS_COLL_IREDUCE_SCATTER,
-                           "MPI_Ireduce_scatter", [&](mca_coll_themis_module_t *m) {
-                               return m->previous_ireduce_scatter(
-                                   sbuf, rbuf, rcounts, dtype, op, comm, request,
-                                   m->previous_ireduce_scatter_module);
-                           });
+    return ireduce_scatter(
+        sbuf, rbuf, std::vector<int>(rcounts, rcounts + ompi_comm_size(comm)), dtype, op, comm,
+        request, module, THEMIS_COLL_IREDUCE_SCATTER, "MPI_Ireduce_scatter",
+        [&](mca_coll_themis_module_t *m, const void *s, void *r, ompi_request_t **req) {
+            return m->previous_ireduce_scatter(s, r, rcounts, dtype, op, comm, req,
+                                               m->previous_ireduce_scatter_module);
+        });
 }
 
 extern "C" int mca_coll_themis_ireduce_scatter_block(
     const void *sbuf, void *rbuf, int rcount, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
     struct ompi_communicator_t *comm, ompi_request_t **request, mca_coll_base_module_t *module) {
-    return ireduce_scatter(sbuf, rbuf, std::vector<int>(ompi_comm_size(comm), rcount), dtype, op,
-                           comm, request, module, THEMIS_COLL_IREDUCE_SCATTER_BLOCK,
-                           "MPI_Ireduce_scatter_block", [&](mca_coll_themis_module_t *m) {
-                               return m->previous_ireduce_scatter_block(
-                                   sbuf, rbuf, rcount, dtype, op, comm, request,
-                                   m->previous_ireduce_scatter_block_module);
-                           });
+    return ireduce_scatter(
+        sbuf, rbuf, std::vector<int>(ompi_comm_size(comm), rcount), dtype, op, comm, request,
+        module, THEMIS_COLL_IREDUCE_SCATTER_BLOCK, "MPI_Ireduce_scatter_block",
+        [&](mca_coll_themis_module_t *m, const void *s, void *r, ompi_request_t **req) {
+            return m->previous_ireduce_scatter_block(s, r, rcount, dtype, op, comm, req,
+                                                     m->previous_ireduce_scatter_block_module);
+        });
 }
 
 namespace {
 
 // The persistent forms of both: MPI_Reduce_scatter_block is MPI_Reduce_scatter with equal
-// counts, on the device path too (its module below gets the counts array).
+// counts, on the device path too (each run the module below gets the counts array, kept
+// with the request).
 template <typename PreviousInit>
 int reduce_scatter_init(const void *sbuf, void *rbuf, const std::vector<int> &counts,
                         ompi_datatype_t *dtype, ompi_op_t *op, ompi_communicator_t *comm,
@@ -286,15 +284,16 @@ int reduce_scatter_init(const void *sbuf, void *rbuf, const std::vector<int> &co
         module, comm, collective, name, unsupported, any_on_device(sbuf, rbuf), request,
         objects(comm, dtype, op),
         [=](Context &ctx) { return prepare_reduce_scatter(ctx, sbuf, rbuf, counts, dtype, op); },
-        [=] {
+        [=](std::unique_ptr<PendingCall> *started) {
 #if THEMIS_HAVE_CUDA
             return reduce_scatter_on_device(
-                sbuf, rbuf, counts, dtype, op, comm, module, collective, name, unsupported, false,
-                [&](mca_coll_themis_module_t *m, const void *s, void *r) {
-                    return m->previous_reduce_scatter(s, r, counts.data(), dtype, op, comm,
-                                                      m->previous_reduce_scatter_module);
+                sbuf, rbuf, counts, dtype, op, comm, module, collective, name, unsupported, started,
+                [&](mca_coll_themis_module_t *m, const void *s, void *r, ompi_request_t **req) {
+                    return m->previous_ireduce_scatter(s, r, counts.data(), dtype, op, comm, req,
+                                                       m->previous_ireduce_scatter_module);
                 });
 #else
+            (void)started;
             return OMPI_ERR_NOT_SUPPORTED; // no device buffers without CUDA
 #endif
         },

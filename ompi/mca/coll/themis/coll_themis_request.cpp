@@ -173,13 +173,6 @@ int persistent_request(Starter start, ompi_request_t **request) {
     return OMPI_SUCCESS;
 }
 
-int completed_request(int rc, ompi_request_t **request) {
-    if (rc != OMPI_SUCCESS) return rc;
-    *request = new_request();
-    ompi_request_complete(*request, false);
-    return OMPI_SUCCESS;
-}
-
 } // namespace themis
 
 extern "C" void mca_coll_themis_request_finalize(void) {

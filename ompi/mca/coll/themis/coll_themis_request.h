@@ -36,7 +36,4 @@ int start_request(std::unique_ptr<PendingCall> call, ompi_request_t **request);
 using Starter = std::function<std::unique_ptr<PendingCall>()>;
 int persistent_request(Starter start, ompi_request_t **request);
 
-// A request already complete with `rc` (a call that finished before returning).
-int completed_request(int rc, ompi_request_t **request);
-
 } // namespace themis
