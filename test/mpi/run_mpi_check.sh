@@ -97,6 +97,13 @@ COMPONENT=$BUILDDIR/ompi/mca/coll/themis/.libs/mca_coll_themis.so
 [ -x "$PROG" ] || die "$PROG not built (make -C $BUILDDIR test/mpi/themis-mpi-check)"
 [ -f "$COMPONENT" ] || die "$COMPONENT not built (make -C $BUILDDIR ompi/mca/coll/themis/mca_coll_themis.la)"
 [ -d "$OMPI_DEFAULT_COMPONENT_DIR" ] || die "Open MPI component dir $OMPI_DEFAULT_COMPONENT_DIR missing"
+# A run that asks for themis's UCX transport (the parameter or the program's info key)
+# cannot run in a build without it (configure --without-ucx): skipped, exit 77.
+if { [ "${MCA[coll_themis_transport]:-}" = ucx ] || [[ " ${PROG_ARGS[*]} " == *" --info-transport ucx "* ]]; } &&
+   ! grep -Eq '^DEFS = .*-DTHEMIS_HAVE_UCX=1' "$BUILDDIR/Makefile"; then
+  echo "run_mpi_check: SKIPPED: this build has no UCX transport (configured without UCX)"
+  exit 77
+fi
 
 LOGDIR=$BUILDDIR/test/mpi/logs/$NAME
 rm -rf "$LOGDIR"

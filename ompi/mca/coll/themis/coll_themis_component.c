@@ -364,7 +364,9 @@ static int themis_open(void)
 static int themis_close(void)
 {
     mca_coll_themis_request_finalize();
+#if THEMIS_HAVE_UCX
     mca_coll_themis_ucx_finalize();
+#endif
 #if THEMIS_HAVE_CUDA
     mca_coll_themis_cuda_finalize();
 #endif

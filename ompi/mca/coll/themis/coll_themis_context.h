@@ -16,7 +16,6 @@
 #include "coll_themis.h"
 #include "coll_themis_params.h"
 #include "coll_themis_transport_pml.h"
-#include "coll_themis_ucx.h"
 #include "engine.h"
 #include "host_memory.h"
 #include "plan_cache.h"

@@ -21,6 +21,9 @@
 #include "coll_themis_node_transport.h"
 #include "coll_themis_cuda.h"
 #include "coll_themis_cuda_ipc.h"
+#if THEMIS_HAVE_UCX
+#include "coll_themis_ucx.h"
+#endif
 #include "node_packages.h"
 #include "ordering.h"
 #include "topo_file.h"
@@ -111,6 +114,36 @@ ompi_communicator_t *private_duplicate(ompi_communicator_t *comm) {
     return dup;
 }
 
+#if THEMIS_HAVE_UCX
+// Collective: the UCX transport where every rank `wants` and has it, else nullptr and
+// (where this rank could not) why not.
+std::unique_ptr<Transport> agreed_ucx(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
+                                      bool wanted, const RankLayout &layout, int position,
+                                      std::string &why) {
+    UcxWorker *worker = wanted ? process_ucx_worker(why) : nullptr;
+    if (worker && ompi_comm_get_cid(comm) > kUcxMaxCommId) {
+        why = "communicator id beyond the UCX tag layout";
+        worker = nullptr;
+    }
+    // Every rank must use the same transport: UCX only where every rank wants and has it.
+    if (!all_agree(m, comm, worker != nullptr)) return nullptr;
+    std::unique_ptr<Transport> ucx = connect_ucx(m, comm, *worker, layout, position);
+    say(1, comm,
+        std::string("transport ucx") + (worker->supports_cuda()
+                                            ? " (moves CUDA device memory)"
+                                            : " (no CUDA support in this UCX: device "
+                                              "buffers would be staged through host memory)"));
+    return ucx;
+}
+#else
+// A build without UCX (configure --without-ucx): the same answer on every rank.
+std::unique_ptr<Transport> agreed_ucx(mca_coll_themis_module_t *, ompi_communicator_t *, bool,
+                                      const RankLayout &, int, std::string &why) {
+    why = "this build has no UCX transport (configured without UCX)";
+    return nullptr;
+}
+#endif
+
 int active_dimensions(const Topology &topo) {
     int n = 0;
     for (const Dimension &d : topo.dims()) n += d.peers > 1;
@@ -125,24 +158,8 @@ void Context::connect(mca_coll_themis_module_t *m) {
     const char *source =
         info("themis_transport").empty() ? "coll_themis_transport" : "info key themis_transport";
     std::string why;
-    UcxWorker *worker = nullptr;
-    if (choice != THEMIS_TRANSPORT_PML) {
-        worker = process_ucx_worker(why);
-        if (worker && ompi_comm_get_cid(comm_) > kUcxMaxCommId) {
-            why = "communicator id beyond the UCX tag layout";
-            worker = nullptr;
-        }
-    }
-    // Every rank must use the same transport: UCX only where every rank wants and has it.
-    const bool ucx = all_agree(m, comm_, worker != nullptr);
-    if (ucx) {
-        transport_ = connect_ucx(m, comm_, *worker, layout_, position_);
-        say(1, comm_,
-            std::string("transport ucx") + (worker->supports_cuda()
-                                                ? " (moves CUDA device memory)"
-                                                : " (no CUDA support in this UCX: device "
-                                                  "buffers would be staged through host memory)"));
-    } else {
+    transport_ = agreed_ucx(m, comm_, choice != THEMIS_TRANSPORT_PML, layout_, position_, why);
+    if (!transport_) {
         private_comm_ = private_duplicate(comm_);
         std::vector<size_t> parts = pml_part_bytes(m);
         transport_ = std::make_unique<PmlTransport>(private_comm_, layout_, position_, parts);
