@@ -7,14 +7,14 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import netem  # noqa: E402  (netem.py beside this file: its units and payload factor)
+from topo import goodput, parse_bw_mbit  # noqa: E402  (netem.py's units and payload factor)
 
 
 def main():
     if len(sys.argv) != 4:
         sys.exit(__doc__)
-    measured = [netem.parse_bw_mbit(r) for r in sys.argv[1].split(",")]
-    factor = netem.goodput(int(os.environ.get("NETEM_MTU", "9000")))
+    measured = [parse_bw_mbit(r) for r in sys.argv[1].split(",")]
+    factor = goodput(int(os.environ.get("NETEM_MTU", "9000")))
     payload = [float(r) * factor for r in sys.argv[2].split(",")]
     tolerance = float(sys.argv[3])
     print("measured %s Mbit/s, links' payload %s Mbit/s" %
