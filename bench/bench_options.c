@@ -253,9 +253,6 @@ static void set_nonblocking_defaults(struct options *o)
         o->compute_factor = 0;
         return;
     }
-    if (o->device)
-        die("--nonblocking: not with --mem device (themis completes device-buffer requests "
-            "at once, so there is nothing to overlap)");
     if (o->buckets == 0) o->buckets = o->nb == NB_OVERLAP ? 1 : 8;
     if (o->compute_factor < 0) o->compute_factor = o->nb == NB_OVERLAP ? 1 : 0;
 }

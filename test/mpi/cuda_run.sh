@@ -159,6 +159,15 @@ fake)
     --verbose 5 --expect "staged through host memory" \
     -- -m 256K:1M -i 2 -x 1 -c --mem device --collective allreduce,reduce_scatter_block,allgather \
     --impl themis,themis_baseline --peers 2,2
+  # DDP-style gradient buckets on device buffers: 8 nonblocking calls in flight at once,
+  # device-direct (IPC) and staged, every result read back and checked.
+  for mode in ipc staged; do
+    opts=(); [ $mode = staged ] && opts=("${NOIPC[@]}")
+    run fake_bench_buckets_$mode 4 "${L[@]}" "${opts[@]}" --mca coll_themis_dims 2x2 --bench bench_themis \
+      --colls "iallreduce ireduce_scatter_block iallgather" --expect "^# buffers: CUDA device memory" \
+      -- --nonblocking buckets --buckets 8 -m 1M:1M -i 2 -x 1 -c --mem device \
+      --collective allreduce,reduce_scatter_block,allgather --impl themis
+  done
   echo "cuda_run: fake: all passed (emulated driver: no GPU was used)"
   ;;
 gpu)
