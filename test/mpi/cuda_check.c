@@ -5,6 +5,8 @@
  *   themis-cuda-check --probe      exit 0 if a CUDA device is usable, 77 (skip) if not
  *   mpirun ... themis-cuda-check [--kinds device|mixed|split] [--expect direct|ipc|staged|nokernels|any]
  *                                [--ranks-per-gpu N]
+ *   mpirun ... themis-cuda-check --threads   a device-buffer MPI_Iallreduce waited for by
+ *                                  another thread, which has no CUDA context
  *   mpirun ... themis-cuda-check --bench BYTES [--iters N]
  *                                  MPI_Allreduce (float, sum) bandwidth with device and
  *                                  with host buffers, interleaved in one run
@@ -22,6 +24,7 @@
  * (local rank % devices): several ranks may share one GPU. */
 #include <dlfcn.h>
 #include <mpi.h>
+#include <pthread.h>
 #include <mpi-ext.h> /* MPIX_Allreduce_init (pcollreq) */
 #include <stdarg.h>
 #include <stdint.h>
@@ -366,6 +369,37 @@ static void nonblocking_case(size_t count)
     free(h);
 }
 
+/* --threads: an MPI_Iallreduce on device buffers started by this thread and completed by
+ * MPI_Wait in another that never touched CUDA, as a communication thread of an
+ * MPI_THREAD_MULTIPLE program may: the call's device work must still run (in the context it
+ * started in), and the result be exact. */
+static void *wait_request(void *req)
+{
+    return (void *) (intptr_t) MPI_Wait((MPI_Request *) req, MPI_STATUS_IGNORE);
+}
+
+static void waited_in_other_thread_case(size_t count)
+{
+    int32_t *h = malloc(count * sizeof(int32_t));
+    struct buf s = alloc_buf(on_dev(0), count * sizeof(int32_t)), r = alloc_buf(on_dev(1), count * sizeof(int32_t));
+    for (size_t i = 0; i < count; ++i) h[i] = (int32_t) input(0, rank, i);
+    put(&s, h);
+    MPI_Request req;
+    if (MPI_Iallreduce(s.p, r.p, (int) count, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &req) != MPI_SUCCESS)
+        fail("allreduce waited in another thread: start failed");
+    pthread_t waiter;
+    void *rc = NULL;
+    if (pthread_create(&waiter, NULL, wait_request, &req) != 0 || pthread_join(waiter, &rc) != 0)
+        fail("allreduce waited in another thread: no thread");
+    if ((intptr_t) rc != MPI_SUCCESS) fail("allreduce waited in another thread: error %d", (int) (intptr_t) rc);
+    get(&r, h, "allreduce waited in another thread");
+    check_ints("allreduce waited in another thread", h, count, nb_sum, 0);
+    ++checks;
+    free_buf(&s);
+    free_buf(&r);
+    free(h);
+}
+
 static void allreduce_case(enum kind k, int op, size_t count, int in_place)
 {
     char what[128];
@@ -648,47 +682,10 @@ static void bench(size_t bytes, int iters)
     free(h);
 }
 
-int main(int argc, char **argv)
+/* The whole matrix: every collective, type, op and layout above, blocking, nonblocking
+ * and persistent. */
+static void matrix(size_t big, size_t small)
 {
-    int ranks_per_gpu = 0, iters = 20;
-    size_t bench_bytes = 0;
-    for (int i = 1; i < argc; ++i) {
-        if (!strcmp(argv[i], "--probe")) return load_driver(0);
-        if (!strcmp(argv[i], "--kinds") && i + 1 < argc) kinds = argv[++i];
-        else if (!strcmp(argv[i], "--expect") && i + 1 < argc) expect = argv[++i];
-        else if (!strcmp(argv[i], "--ranks-per-gpu") && i + 1 < argc) ranks_per_gpu = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--bench") && i + 1 < argc) bench_bytes = strtoull(argv[++i], NULL, 0);
-        else if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
-        else {
-            fprintf(stderr, "usage: %s [--probe] [--kinds device|mixed|split] [--expect direct|ipc|staged|nokernels|any] "
-                            "[--ranks-per-gpu N] [--bench BYTES [--iters N]]\n", argv[0]);
-            return 2;
-        }
-    }
-    /* Before MPI_Init: CUDA first, as MPI+CUDA programs do. */
-    int skip = load_driver(1);
-    if (skip) return load_driver(0);
-    const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-    int local = lr ? atoi(lr) : 0;
-    if (ranks_per_gpu > 0) local /= ranks_per_gpu;
-    char why[256];
-    if (cuda_driver_use_device(local, why, sizeof why) != 0) {
-        fprintf(stderr, "cuda_check: %s\n", why);
-        return 2;
-    }
-
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (bench_bytes) {
-        bench(bench_bytes, iters > 0 ? iters : 1);
-        MPI_Finalize();
-        return failures ? 1 : 0;
-    }
-    unsigned long long before[4] = {0}, after[4] = {0};
-    if (fake_counters) fake_counters(before);
-
-    const size_t big = 300007, small = 37; /* above / below coll_themis_min_bytes */
     for (int op = 0; op < 4; ++op) allreduce_case(K_FLOAT, op, big, 0);
     allreduce_case(K_DOUBLE, 0, big, 1);
     allreduce_case(K_DOUBLE, 3, big / 3, 0);
@@ -718,6 +715,58 @@ int main(int argc, char **argv)
     MPI_Op_free(&noncommutative_sum);
     persistent_case(big);
     nonblocking_case(big);
+}
+
+int main(int argc, char **argv)
+{
+    int ranks_per_gpu = 0, iters = 20, threads = 0;
+    size_t bench_bytes = 0;
+    for (int i = 1; i < argc; ++i) {
+        if (!strcmp(argv[i], "--probe")) return load_driver(0);
+        if (!strcmp(argv[i], "--kinds") && i + 1 < argc) kinds = argv[++i];
+        else if (!strcmp(argv[i], "--expect") && i + 1 < argc) expect = argv[++i];
+        else if (!strcmp(argv[i], "--ranks-per-gpu") && i + 1 < argc) ranks_per_gpu = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--bench") && i + 1 < argc) bench_bytes = strtoull(argv[++i], NULL, 0);
+        else if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--threads")) threads = 1;
+        else {
+            fprintf(stderr, "usage: %s [--probe] [--kinds device|mixed|split] [--expect direct|ipc|staged|nokernels|any] "
+                            "[--ranks-per-gpu N] [--threads] [--bench BYTES [--iters N]]\n", argv[0]);
+            return 2;
+        }
+    }
+    /* Before MPI_Init: CUDA first, as MPI+CUDA programs do. */
+    int skip = load_driver(1);
+    if (skip) return load_driver(0);
+    const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    int local = lr ? atoi(lr) : 0;
+    if (ranks_per_gpu > 0) local /= ranks_per_gpu;
+    char why[256];
+    if (cuda_driver_use_device(local, why, sizeof why) != 0) {
+        fprintf(stderr, "cuda_check: %s\n", why);
+        return 2;
+    }
+
+    int provided = MPI_THREAD_SINGLE;
+    MPI_Init_thread(&argc, &argv, threads ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (bench_bytes) {
+        bench(bench_bytes, iters > 0 ? iters : 1);
+        MPI_Finalize();
+        return failures ? 1 : 0;
+    }
+    unsigned long long before[4] = {0}, after[4] = {0};
+    if (fake_counters) fake_counters(before);
+
+    const size_t big = 300007, small = 37; /* above / below coll_themis_min_bytes */
+    if (threads) { /* a blocking call first: it sets the communicator up for themis */
+        if (provided < MPI_THREAD_MULTIPLE) fail("--threads: MPI_THREAD_MULTIPLE not provided");
+        allreduce_case(K_INT32, 0, big, 0);
+        waited_in_other_thread_case(big);
+    } else {
+        matrix(big, small);
+    }
 
     if (fake_counters) { /* the emulated driver says which path ran */
         fake_counters(after);

@@ -159,6 +159,13 @@ fake)
     --verbose 5 --expect "staged through host memory" \
     -- -m 256K:1M -i 2 -x 1 -c --mem device --collective allreduce,reduce_scatter_block,allgather \
     --impl themis,themis_baseline --peers 2,2
+  # MPI_THREAD_MULTIPLE: a device-buffer MPI_Iallreduce waited for by a thread without a
+  # CUDA context (without the context the call started in, device-direct work fails there).
+  for mode in ipc staged; do
+    opts=(); [ $mode = staged ] && opts=("${NOIPC[@]}")
+    run fake_other_thread_$mode 4 "${L[@]}" "${opts[@]}" --mca coll_themis_dims 2x2 \
+      --colls "allreduce iallreduce" -- --threads
+  done
   # DDP-style gradient buckets on device buffers: 8 nonblocking calls in flight at once,
   # device-direct (IPC) and staged, every result read back and checked.
   for mode in ipc staged; do
@@ -193,6 +200,11 @@ gpu)
       -- -m 1M:64M -i 5 -x 1 -c --mem device --collective allreduce,reduce_scatter_block,allgather \
       --impl themis_$t,themis_baseline --peers 2,2
   done
+  run gpu_other_thread_np4 4 --mca coll_themis_dims 2x2 --colls "allreduce iallreduce" -- --threads
+  run gpu_bench_buckets_np4 4 --mca coll_themis_dims 2x2 --bench bench_themis \
+    --colls "iallreduce ireduce_scatter_block iallgather" --expect "^# buffers: CUDA device memory" \
+    -- --nonblocking buckets --buckets 8 -m 4M:4M -i 3 -x 1 -c --mem device \
+    --collective allreduce,reduce_scatter_block,allgather --impl themis
   run gpu_staged_evict_np4 4 --mca coll_themis_cuda staged --mca coll_themis_staging_bytes 1 \
     --mca coll_themis_chunks 32 --mca coll_themis_min_chunk_bytes 4096 --mca coll_themis_max_active 1 \
     --mca coll_themis_dims 2x2 --verbose 5 --expect "staged through host memory: .* [1-9][0-9]* evictions" \

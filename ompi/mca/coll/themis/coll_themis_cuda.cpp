@@ -50,6 +50,24 @@ bool on_device(const void *p) {
     return true;
 }
 
+void *current_context() {
+    const Driver *d = driver();
+    CUcontext current = nullptr;
+    if (!d || d->cuCtxGetCurrent(&current) != CUDA_SUCCESS) return nullptr;
+    return current;
+}
+
+ContextScope::ContextScope(void *context) {
+    if (context == nullptr) return;
+    previous_ = current_context();
+    if (previous_ == context) return;
+    switched_ = driver()->cuCtxSetCurrent(static_cast<CUcontext>(context)) == CUDA_SUCCESS;
+}
+
+ContextScope::~ContextScope() {
+    if (switched_) (void)driver()->cuCtxSetCurrent(static_cast<CUcontext>(previous_));
+}
+
 void copy(void *dst, const void *src, size_t bytes) {
     if (!bytes || dst == src) return; // nothing to copy needs no current context
     current_device().memory().copy(dst, src, bytes);

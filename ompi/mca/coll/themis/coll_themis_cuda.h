@@ -42,6 +42,26 @@ namespace cuda {
 // Never throws.
 bool on_device(const void *p);
 
+// The CUDA context current on this thread; nullptr: none, or no CUDA in this process.
+// Never throws.
+void *current_context();
+
+// Makes `context` (from current_context(); nullptr: leaves the thread alone) the thread's
+// current context while it lives, then restores the one before. A nonblocking call started
+// on one thread may be progressed by another (any MPI call of an MPI_THREAD_MULTIPLE
+// program runs Open MPI's progress loop), which may have no context or another.
+class ContextScope {
+  public:
+    explicit ContextScope(void *context);
+    ~ContextScope();
+    ContextScope(const ContextScope &) = delete;
+    ContextScope &operator=(const ContextScope &) = delete;
+
+  private:
+    void *previous_ = nullptr;
+    bool switched_ = false;
+};
+
 // Copies `bytes` between any two kinds of memory and waits for the copy.
 void copy(void *dst, const void *src, size_t bytes);
 

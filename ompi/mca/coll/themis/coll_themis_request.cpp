@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "coll_themis_context.h"
+#include "coll_themis_cuda.h"
 #include "opal/runtime/opal_progress.h"
 
 namespace themis {
@@ -18,7 +19,8 @@ namespace {
 struct Outstanding {
     ompi_request_t *request;
     std::unique_ptr<PendingCall> call;
-    bool freed; // MPI_Request_free came first: release the request when done
+    bool freed;                   // MPI_Request_free came first: release the request when done
+    void *cuda_context = nullptr; // CUDA builds: the context current where the call started
 };
 
 // Every call in flight in this process, in start order. Under MPI_THREAD_MULTIPLE every
@@ -88,6 +90,10 @@ int progress_calls() {
         int rc = OMPI_SUCCESS;
         bool done = false;
         try {
+#if THEMIS_HAVE_CUDA
+            // Its device work runs in the context it started in, whichever thread polls.
+            cuda::ContextScope scope(calls[i].cuda_context);
+#endif
             done = calls[i].call->progress();
         } catch (const std::exception &e) {
             rc = report_failure("a nonblocking collective", e);
@@ -129,7 +135,11 @@ void track(ompi_request_t *request, std::unique_ptr<PendingCall> call) {
         opal_progress_register(progress_calls);
         registered = true;
     }
-    outstanding().push_back({request, std::move(call), false});
+    Outstanding o{request, std::move(call), false};
+#if THEMIS_HAVE_CUDA
+    o.cuda_context = cuda::current_context();
+#endif
+    outstanding().push_back(std::move(o));
 }
 
 // req_start of a persistent request (MPI_Start, MPI_Startall): one run each.
