@@ -599,8 +599,8 @@ void family_quirks(void)
     comm_info_free(&plain);
 }
 
-/* --info-policy P (--info-transport T): the MPI_Info key themis_policy=P
- * (themis_transport=T) given to MPI_Comm_dup_with_info (chk_info_P) and to
+/* --info-policy P (--info-transport T, --info-node-transport T): the MPI_Info key
+ * themis_policy=P (themis_transport=T, themis_node_transport=T) given to MPI_Comm_dup_with_info (chk_info_P) and to
  * MPI_Comm_set_info on a plain dup (chk_setinfo_P), as --info-via says. The key must be
  * visible through MPI_Comm_get_info (themis reads it from the communicator's info); the
  * runner checks what themis printed (the policy at verbose 5, the transport at 1). */

@@ -99,6 +99,7 @@ static void usage(void)
         "                      and use them: chk_info_P (MPI_Comm_dup_with_info) and\n"
         "                      chk_setinfo_P (MPI_Comm_set_info)\n"
         "  --info-transport T  the same with the key themis_transport=T (chk_info_T, ...)\n"
+        "  --info-node-transport T  the same with the key themis_node_transport=T\n"
         "  --info-via LIST     dup,set or both (default): which of the two\n"
         "  --big[=LIST]        only the > 2^31-byte test, for LIST collectives "
         "(default allreduce)\n"
@@ -145,7 +146,7 @@ static bool parse_options(int argc, char **argv)
     opt.seed = 20240229;
     enum { O_TESTS = 256, O_COLLS, O_COMMS, O_INPLACE, O_SIZES, O_CHUNKS, O_MINB, O_NOLARGE,
            O_MANY, O_CYCLES, O_INFO, O_BIG, O_SEED, O_MAXREP, O_VERBOSE, O_HELP, O_TYPES,
-           O_INFOVIA, O_INFOTRANSPORT, O_NONBLOCKING };
+           O_INFOVIA, O_INFOTRANSPORT, O_INFONODE, O_NONBLOCKING };
     static const struct option lo[] = {
         {"tests", 1, 0, O_TESTS}, {"collectives", 1, 0, O_COLLS}, {"comms", 1, 0, O_COMMS},
         {"in-place", 1, 0, O_INPLACE}, {"sizes", 1, 0, O_SIZES}, {"chunks", 1, 0, O_CHUNKS},
@@ -154,6 +155,7 @@ static bool parse_options(int argc, char **argv)
         {"seed", 1, 0, O_SEED}, {"max-report", 1, 0, O_MAXREP}, {"verbose", 1, 0, O_VERBOSE},
         {"help", 0, 0, O_HELP}, {"types", 1, 0, O_TYPES},
         {"info-via", 1, 0, O_INFOVIA}, {"info-transport", 1, 0, O_INFOTRANSPORT},
+        {"info-node-transport", 1, 0, O_INFONODE},
         {"nonblocking", 0, 0, O_NONBLOCKING},
         {0, 0, 0, 0}};
     bool ok = true;
@@ -193,6 +195,7 @@ static bool parse_options(int argc, char **argv)
         case O_CYCLES: opt.cycles = atoi(optarg); break;
         case O_INFO: opt.info_key = "themis_policy", opt.info_value = optarg; break;
         case O_INFOTRANSPORT: opt.info_key = "themis_transport", opt.info_value = optarg; break;
+        case O_INFONODE: opt.info_key = "themis_node_transport", opt.info_value = optarg; break;
         case O_TYPES: opt.types = optarg; break;
         case O_INFOVIA: {
             static const char *const via[] = {"dup", "set"};

@@ -15,6 +15,7 @@
 #include "mpi.h"
 #include "ompi/communicator/communicator.h"
 #include "ompi/mca/coll/coll.h"
+#include "opal/mca/base/mca_base_var_enum.h"
 
 BEGIN_C_DECLS
 
@@ -199,6 +200,18 @@ int mca_coll_themis_barrier(struct ompi_communicator_t *comm, mca_coll_base_modu
 void mca_coll_themis_show_help(const char *topic, ...);
 bool mca_coll_themis_first_process(void);
 void mca_coll_themis_check_params(void);
+
+/* The info keys themis reads per communicator (MPI_Comm_set_info, MPI_Comm_dup_with_info):
+ * each overrides the parameter coll_<key without "themis_"> and takes that parameter's
+ * values, one table for both (coll_themis_component.c); the list ends with a NULL key. */
+typedef struct {
+    const char *key;
+    const mca_base_var_enum_value_t *values; /* {0, NULL}-terminated */
+} mca_coll_themis_info_key_t;
+extern const mca_coll_themis_info_key_t mca_coll_themis_info_keys[];
+
+/* `text` as a value of info key `key`: its entry in the key's values, NULL if none. */
+const mca_base_var_enum_value_t *mca_coll_themis_info_value(const char *key, const char *text);
 
 /* coll_themis_context.cpp: releases the C++ state of a communicator. */
 void mca_coll_themis_context_free(struct themis_context *context);

@@ -49,6 +49,23 @@ static const mca_base_var_enum_value_t node_transport_values[] = {{THEMIS_NODE_A
                                                                  {THEMIS_NODE_CMA, "cma"},
                                                                  {THEMIS_NODE_TRANSPORT, "transport"},
                                                                  {0, NULL}};
+
+const mca_coll_themis_info_key_t mca_coll_themis_info_keys[] = {
+    {"themis_policy", policy_values},
+    {"themis_transport", transport_values},
+    {"themis_node_transport", node_transport_values},
+    {NULL, NULL}};
+
+const mca_base_var_enum_value_t *mca_coll_themis_info_value(const char *key, const char *text)
+{
+    for (const mca_coll_themis_info_key_t *k = mca_coll_themis_info_keys; text && k->key; ++k) {
+        if (0 != strcmp(key, k->key)) continue;
+        for (const mca_base_var_enum_value_t *v = k->values; v->string; ++v)
+            if (0 == strcmp(text, v->string)) return v;
+    }
+    return NULL;
+}
+
 #if THEMIS_HAVE_CUDA
 static const mca_base_var_enum_value_t cuda_values[] = {{THEMIS_CUDA_AUTO, "auto"},
                                                        {THEMIS_CUDA_STAGED, "staged"},

@@ -39,12 +39,9 @@ std::string Context::info(const char *key) const {
     return flag ? value : "";
 }
 
-int Context::transport_choice() const {
-    const std::string key = info("themis_transport");
-    if (key == "auto") return THEMIS_TRANSPORT_AUTO;
-    if (key == "pml") return THEMIS_TRANSPORT_PML;
-    if (key == "ucx") return THEMIS_TRANSPORT_UCX;
-    return params().transport;
+int Context::info_choice(const char *key, int parameter) const {
+    const mca_base_var_enum_value_t *value = mca_coll_themis_info_value(key, info(key).c_str());
+    return value ? value->value : parameter;
 }
 
 Transport &Context::engine_transport() {
@@ -54,10 +51,9 @@ Transport &Context::engine_transport() {
 
 Policy Context::policy() const {
     // MPI_Comm_set_info / MPI_Comm_dup_with_info may choose the policy per communicator.
-    const std::string key = info("themis_policy");
-    if (key == "baseline") return Policy::Baseline;
-    if (key == "themis") return Policy::Themis;
-    return params().policy == THEMIS_POLICY_BASELINE ? Policy::Baseline : Policy::Themis;
+    return info_choice("themis_policy", params().policy) == THEMIS_POLICY_BASELINE
+               ? Policy::Baseline
+               : Policy::Themis;
 }
 
 PlanRequest Context::request(Collective coll, uint64_t element_size,

@@ -96,8 +96,9 @@ class Context {
     Policy policy() const;
     // A themis info key's value on the communicator ("" when unset).
     std::string info(const char *key) const;
-    // THEMIS_TRANSPORT_*: the info key themis_transport, else coll_themis_transport.
-    int transport_choice() const;
+    // The value of a themis info key on the communicator (mca_coll_themis_info_keys), else
+    // `parameter`, the value of the MCA parameter it overrides.
+    int info_choice(const char *key, int parameter) const;
     // Per dimension, the largest message of the PML transport (collective; the same on
     // every rank); 0 = whole messages.
     std::vector<size_t> pml_part_bytes(mca_coll_themis_module_t *m) const;

@@ -86,28 +86,13 @@ static bool has_previous(const mca_coll_themis_module_t *m)
 #undef HAS
 }
 
-/* The info keys themis reads per communicator, with their valid values. */
-static const struct {
-    const char *key;
-    const char *values[4]; /* NULL-terminated */
-} themis_info_keys[] = {
-    {"themis_policy", {"baseline", "themis", NULL}},
-    {"themis_transport", {"auto", "pml", "ucx", NULL}},
-    {"themis_node_transport", {"auto", "cma", "transport", NULL}},
-};
-
 /* Keeps a themis info key on the communicator (Open MPI drops keys nobody subscribed to):
- * valid values are kept, anything else is dropped. */
+ * valid values (those of the parameter the key overrides) are kept, anything else is dropped. */
 static char *info_callback(opal_infosubscriber_t *object, char *key, char *value)
 {
     (void) object;
-    for (size_t k = 0; value && k < sizeof themis_info_keys / sizeof themis_info_keys[0]; ++k) {
-        if (0 != strcmp(key, themis_info_keys[k].key)) continue;
-        for (int v = 0; themis_info_keys[k].values[v]; ++v)
-            if (0 == strcmp(value, themis_info_keys[k].values[v]))
-                return (char *) themis_info_keys[k].values[v];
-    }
-    return NULL;
+    const mca_base_var_enum_value_t *v = mca_coll_themis_info_value(key, value);
+    return v ? (char *) v->string : NULL;
 }
 
 static int themis_module_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm)
@@ -132,9 +117,8 @@ static int themis_module_enable(mca_coll_base_module_t *module, struct ompi_comm
     THEMIS_SLOTS(RETAIN)
 #undef RETAIN
     m->comm = comm;
-    for (size_t k = 0; k < sizeof themis_info_keys / sizeof themis_info_keys[0]; ++k)
-        opal_infosubscribe_subscribe(&comm->super, (char *) themis_info_keys[k].key, "",
-                                     info_callback);
+    for (const mca_coll_themis_info_key_t *k = mca_coll_themis_info_keys; k->key; ++k)
+        opal_infosubscribe_subscribe(&comm->super, (char *) k->key, "", info_callback);
     return OMPI_SUCCESS;
 }
 

@@ -154,7 +154,7 @@ int active_dimensions(const Topology &topo) {
 
 void Context::connect(mca_coll_themis_module_t *m) {
     // The info key themis_transport overrides coll_themis_transport per communicator.
-    const int choice = transport_choice();
+    const int choice = info_choice("themis_transport", params().transport);
     const char *source =
         info("themis_transport").empty() ? "coll_themis_transport" : "info key themis_transport";
     std::string why;
@@ -391,13 +391,8 @@ void Context::setup_device_direct(mca_coll_themis_module_t *m, const std::vector
 void Context::setup_node_transport(mca_coll_themis_module_t *m, const std::vector<int> &node_of) {
     std::string note, failure;
     try {
-        const std::string key = info("themis_node_transport");
-        const int choice = key == "auto"        ? THEMIS_NODE_AUTO
-                           : key == "cma"       ? THEMIS_NODE_CMA
-                           : key == "transport" ? THEMIS_NODE_TRANSPORT
-                                                : params().node_transport;
         const NodeTransportSetup setup{
-            choice,
+            info_choice("themis_node_transport", params().node_transport),
             layout_,
             position_,
             node_of,
