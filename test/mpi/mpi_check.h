@@ -229,7 +229,12 @@ void rs_counts(rs_variant v, size_t avg, int n, int *rc);
 /* The four collectives at a themis size on c: datatype `type`, op k. */
 void run_four(comm_info *c, const char *type, kind_t k, int inplace);
 
-/* The families of cases (--tests, --info-policy, --big), in mpi_check_families.c: */
+/* Loops and tests over the command line's choices. */
+#define FOR_INPLACE(ip) for (int ip = opt.inplace_lo; ip <= opt.inplace_hi; ip++)
+#define COLL_ON(coll) (opt.colls & (1u << (coll)))
+
+/* The families of cases (--tests, --info-*, --big): over data in mpi_check_families.c, over
+ * communicators in mpi_check_comms.c: */
 void family_sizes(void);       /* a few datatypes over the whole size sweep */
 void family_types(void);       /* every predefined datatype with every op it allows */
 void family_derived(void);     /* derived datatypes: contiguous and vector */
