@@ -45,7 +45,8 @@ class Transport {
     // becomes received op segment instead (segments of whole elements).
     virtual Request irecvv(int dim, int peer, const Segment *segments, size_t count, int tag,
                            Reducer *reducer);
-    // True once the request has completed; a completed request is released.
+    // True once the request has completed; a completed request is released. Throws when
+    // the request failed, and releases it too.
     virtual bool test(Request req) = 0;
     // Lets the transport make progress while nothing completes.
     virtual void progress() = 0;

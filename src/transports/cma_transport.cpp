@@ -195,9 +195,15 @@ Transport::Request CmaTransport::irecvv(int dim, int peer, const Segment *segmen
 bool CmaTransport::test(Request req) {
     Req *r = static_cast<Req *>(req);
     channels_.progress();
-    if (!advance(*r)) return false;
-    delete r;
-    return true;
+    bool done = false;
+    try {
+        done = advance(*r);
+    } catch (...) { // failed: released like a completed one, as the other transports do
+        delete r;
+        throw;
+    }
+    if (done) delete r;
+    return done;
 }
 
 void CmaTransport::progress() {
