@@ -32,7 +32,6 @@ KDIR=$BUILDDIR/ompi/mca/coll/themis/cuda
 skip() { echo "cuda_run: SKIPPED: $*"; exit 77; }
 die() { echo "cuda_run: FAILED: $*" >&2; exit 1; }
 
-configured_with_cuda() { grep -Eq '^DEFS = .*-DTHEMIS_HAVE_CUDA=1' "$BUILDDIR/Makefile" 2>/dev/null; }
 
 # run NAME NP [--env VAR=VALUE]... [--mca NAME VALUE]... [--colls LIST] [--verbose V]
 #     [--expect REGEX]... [--bench COMM] -- PROGRAM ARGS
@@ -82,15 +81,15 @@ run() {
 
 case ${1:-} in
 kernels)
-  configured_with_cuda || skip "this build has no CUDA (configure found no nvcc)"
+  configured_with THEMIS_HAVE_CUDA || skip "this build has no CUDA (configure found no nvcc)"
   python3 "$here/cuda_kernels_check.py" "$KDIR/reduce_kernels.fatbin" "$KDIR/reduce_kernels_fatbin.c"
   ;;
 variant)
-  configured_with_cuda || skip "this build is itself the variant without CUDA"
+  configured_with THEMIS_HAVE_CUDA || skip "this build is itself the variant without CUDA"
   make -s -C "$BUILDDIR" cuda-off-variant
   ;;
 fake)
-  configured_with_cuda || skip "this build has no CUDA (configure found no nvcc)"
+  configured_with THEMIS_HAVE_CUDA || skip "this build has no CUDA (configure found no nvcc)"
   fake=$BUILDDIR/test/mpi/.libs/libcuda-fake.so
   [ -f "$fake" ] && [ -x "$PROG" ] || die "build the tests first (make check)"
   # The emulated driver is loaded by its path (coll_themis_cuda_driver; the test programs
@@ -178,7 +177,7 @@ fake)
   echo "cuda_run: fake: all passed (emulated driver: no GPU was used)"
   ;;
 gpu)
-  configured_with_cuda || skip "this build has no CUDA (configure found no nvcc)"
+  configured_with THEMIS_HAVE_CUDA || skip "this build has no CUDA (configure found no nvcc)"
   [ -x "$PROG" ] || die "build the tests first (make check)"
   "$PROG" --probe || skip "no usable GPU here"
   for t in pml ucx; do
@@ -212,7 +211,7 @@ gpu)
   echo "cuda_run: gpu: all passed"
   ;;
 bench)
-  configured_with_cuda || skip "this build has no CUDA (configure found no nvcc)"
+  configured_with THEMIS_HAVE_CUDA || skip "this build has no CUDA (configure found no nvcc)"
   [ -x "$PROG" ] || die "build the tests first (make check)"
   "$PROG" --probe || skip "no usable GPU here"
   shift

@@ -3,9 +3,12 @@
 # mca_base_component_path beside the build tree's coll/themis).
 # Sets: here (this directory), BUILDDIR ($THEMIS_BUILDDIR, default <here>/../../build),
 # MPIRUN (default mpirun), OMPI_DEFAULT_COMPONENT_DIR (default from pkg-config ompi).
+# Defines configured_with MACRO: whether the build tree was configured with MACRO=1
+# (THEMIS_HAVE_CUDA, THEMIS_HAVE_UCX).
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 BUILDDIR=${THEMIS_BUILDDIR:-$here/../../build}
 MPIRUN=${MPIRUN:-mpirun}
+configured_with() { grep -Eq "^DEFS = .*-D$1=1" "$BUILDDIR/Makefile" 2>/dev/null; }
 if [ -z "${OMPI_DEFAULT_COMPONENT_DIR:-}" ]; then
   libdir=$(pkg-config --variable=libdir ompi 2>/dev/null || echo /usr/lib/x86_64-linux-gnu/openmpi/lib)
   if [ -d "$libdir/openmpi3" ]; then OMPI_DEFAULT_COMPONENT_DIR=$libdir/openmpi3

@@ -100,7 +100,7 @@ COMPONENT=$BUILDDIR/ompi/mca/coll/themis/.libs/mca_coll_themis.so
 # A run that asks for themis's UCX transport (the parameter or the program's info key)
 # cannot run in a build without it (configure --without-ucx): skipped, exit 77.
 if { [ "${MCA[coll_themis_transport]:-}" = ucx ] || [[ " ${PROG_ARGS[*]} " == *" --info-transport ucx "* ]]; } &&
-   ! grep -Eq '^DEFS = .*-DTHEMIS_HAVE_UCX=1' "$BUILDDIR/Makefile"; then
+   ! configured_with THEMIS_HAVE_UCX; then
   echo "run_mpi_check: SKIPPED: this build has no UCX transport (configured without UCX)"
   exit 77
 fi

@@ -598,6 +598,18 @@ TEST(EngineSequence, TwoCollectivesInFlightAtOnce) {
     }
 }
 
+// Inputs of `calls` collectives on `n` ranks: call q, rank r, element e holds
+// ival(r, e + shift * q), so calls differ from each other.
+std::vector<std::vector<std::vector<int64_t>>> call_inputs(int calls, int n, uint64_t count,
+                                                           uint64_t shift) {
+    std::vector<std::vector<std::vector<int64_t>>> buf(
+        calls, std::vector<std::vector<int64_t>>(n, std::vector<int64_t>(count)));
+    for (int q = 0; q < calls; ++q)
+        for (int r = 0; r < n; ++r)
+            for (uint64_t e = 0; e < count; ++e) buf[q][r][e] = ival(r, e + shift * q);
+    return buf;
+}
+
 TEST(EngineSequence, CollectivesInFlightKeepTheirOrderAndFillIdleSlots) {
     // Three collectives started back to back on every rank, progressed in another order on
     // odd ranks: on every dimension each issues its ops in its plan's order (tag bases are
@@ -611,11 +623,7 @@ TEST(EngineSequence, CollectivesInFlightKeepTheirOrderAndFillIdleSlots) {
     World w(t, c);
     const int n = t.size(), calls = 3;
     const uint64_t count = 600;
-    std::vector<std::vector<std::vector<int64_t>>> buf(
-        calls, std::vector<std::vector<int64_t>>(n, std::vector<int64_t>(count)));
-    for (int k = 0; k < calls; ++k)
-        for (int r = 0; r < n; ++r)
-            for (uint64_t e = 0; e < count; ++e) buf[k][r][e] = ival(r, e + k);
+    auto buf = call_inputs(calls, n, count, 1);
     SumReducer<int64_t> sum;
     std::vector<std::unique_ptr<Execution>> execs;
     std::vector<size_t> ops_per_call; // per dimension, the same plan for every call
@@ -678,11 +686,7 @@ TEST(EngineSequence, ManyCallsInFlightCompleteUnderTightSlotsAndBytes) {
             World w(t, c);
             const int n = t.size(), calls = 5;
             const uint64_t count = 480;
-            std::vector<std::vector<std::vector<int64_t>>> buf(
-                calls, std::vector<std::vector<int64_t>>(n, std::vector<int64_t>(count)));
-            for (int q = 0; q < calls; ++q)
-                for (int r = 0; r < n; ++r)
-                    for (uint64_t e = 0; e < count; ++e) buf[q][r][e] = ival(r, e + 7 * q);
+            auto buf = call_inputs(calls, n, count, 7);
             SumReducer<int64_t> sum;
             std::vector<std::unique_ptr<Execution>> execs;
             for (int r = 0; r < n; ++r) {
