@@ -27,7 +27,6 @@ Context::~Context() {
     device_transport_.reset();
     node_transport_.reset();
     transport_.reset();
-    if (private_comm_) ompi_comm_free(&private_comm_);
 }
 
 // The communicator's value of an info key themis subscribes to; "" when not set.

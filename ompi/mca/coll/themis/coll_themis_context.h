@@ -15,7 +15,6 @@
 
 #include "coll_themis.h"
 #include "coll_themis_params.h"
-#include "coll_themis_transport_pml.h"
 #include "engine.h"
 #include "host_memory.h"
 #include "plan_cache.h"
@@ -87,7 +86,7 @@ class Context {
     Context(ompi_communicator_t *comm, RankLayout layout);
     // Appends a completed call's stage timings to the trace.
     void write_trace(const StartedRun &run);
-    // Picks and connects the transport (collective); says which and why.
+    // Picks and connects the base transport (collective; coll_themis_transports.h).
     void connect(mca_coll_themis_module_t *m);
     // Sets the rates the spec does not give (collective; see coll_themis_calibrate.h) and
     // builds the engine on them; returns the dimensions with every number and its source.
@@ -99,9 +98,6 @@ class Context {
     // The value of a themis info key on the communicator (mca_coll_themis_info_keys), else
     // `parameter`, the value of the MCA parameter it overrides.
     int info_choice(const char *key, int parameter) const;
-    // Per dimension, the largest message of the PML transport (collective; the same on
-    // every rank); 0 = whole messages.
-    std::vector<size_t> pml_part_bytes(mca_coll_themis_module_t *m) const;
     // Opens this rank's stage-timing CSV when coll_themis_trace asks for one.
     void open_trace();
     // Collective: sets up device-direct mode where every rank can (CUDA builds); says why not.
@@ -114,7 +110,6 @@ class Context {
     Transport &engine_transport();
 
     ompi_communicator_t *comm_;
-    ompi_communicator_t *private_comm_ = nullptr; // the PML transport's traffic runs here
     RankLayout layout_;
     int position_;
     std::unique_ptr<Transport> transport_;
@@ -140,6 +135,9 @@ class Context {
 // communicator set up by such calls on every rank may run device-direct).
 Context *context_for(mca_coll_themis_module_t *module, ompi_communicator_t *comm,
                      bool device_buffers);
+
+// Set-up's agreement: true on every rank when `ok` is true on every rank (collective).
+bool all_agree(mca_coll_themis_module_t *m, ompi_communicator_t *comm, bool ok);
 
 // Prints a failure inside a themis collective and turns it into an Open MPI error code.
 int report_failure(const char *collective, const std::exception &e);

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -14,16 +13,12 @@
 #include "ompi/mca/coll/base/base.h"
 #include "ompi/op/op.h"
 #include "ompi/proc/proc.h"
-#include "opal/util/info.h"
-#include "opal/util/output.h"
 #include "opal/util/show_help.h"
 #include "coll_themis_calibrate.h"
 #include "coll_themis_node_transport.h"
+#include "coll_themis_transports.h"
 #include "coll_themis_cuda.h"
 #include "coll_themis_cuda_ipc.h"
-#if THEMIS_HAVE_UCX
-#include "coll_themis_ucx.h"
-#endif
 #include "node_packages.h"
 #include "ordering.h"
 #include "topo_file.h"
@@ -95,55 +90,6 @@ RankLayout layout_of(const RankPlacement &placement, std::string &note) {
     return make_rank_layout(params().dims, placement, nullptr, params().split_packages);
 }
 
-// True on every rank when `ok` is true on every rank.
-bool all_agree(mca_coll_themis_module_t *m, ompi_communicator_t *comm, bool ok) {
-    int mine = ok ? 1 : 0, all = 0;
-    int rc = m->previous_allreduce(&mine, &all, 1, &ompi_mpi_int.dt, &ompi_mpi_op_min.op, comm,
-                                   m->previous_allreduce_module);
-    return rc == OMPI_SUCCESS && all == 1;
-}
-
-// A duplicate of `comm` whose collectives never come back to themis.
-ompi_communicator_t *private_duplicate(ompi_communicator_t *comm) {
-    opal_info_t *info = OBJ_NEW(opal_info_t);
-    opal_info_set(info, "ompi_comm_coll_preference", "^themis");
-    ompi_communicator_t *dup = nullptr;
-    int rc = ompi_comm_dup_with_info(comm, info, &dup);
-    OBJ_RELEASE(info);
-    if (rc != OMPI_SUCCESS) throw std::runtime_error("duplicating the communicator failed");
-    return dup;
-}
-
-#if THEMIS_HAVE_UCX
-// Collective: the UCX transport where every rank `wants` and has it, else nullptr and
-// (where this rank could not) why not.
-std::unique_ptr<Transport> agreed_ucx(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
-                                      bool wanted, const RankLayout &layout, int position,
-                                      std::string &why) {
-    UcxWorker *worker = wanted ? process_ucx_worker(why) : nullptr;
-    if (worker && ompi_comm_get_cid(comm) > kUcxMaxCommId) {
-        why = "communicator id beyond the UCX tag layout";
-        worker = nullptr;
-    }
-    // Every rank must use the same transport: UCX only where every rank wants and has it.
-    if (!all_agree(m, comm, worker != nullptr)) return nullptr;
-    std::unique_ptr<Transport> ucx = connect_ucx(m, comm, *worker, layout, position);
-    say(1, comm,
-        std::string("transport ucx") + (worker->supports_cuda()
-                                            ? " (moves CUDA device memory)"
-                                            : " (no CUDA support in this UCX: device "
-                                              "buffers would be staged through host memory)"));
-    return ucx;
-}
-#else
-// A build without UCX (configure --without-ucx): the same answer on every rank.
-std::unique_ptr<Transport> agreed_ucx(mca_coll_themis_module_t *, ompi_communicator_t *, bool,
-                                      const RankLayout &, int, std::string &why) {
-    why = "this build has no UCX transport (configured without UCX)";
-    return nullptr;
-}
-#endif
-
 int active_dimensions(const Topology &topo) {
     int n = 0;
     for (const Dimension &d : topo.dims()) n += d.peers > 1;
@@ -152,27 +98,19 @@ int active_dimensions(const Topology &topo) {
 
 } // namespace
 
+bool all_agree(mca_coll_themis_module_t *m, ompi_communicator_t *comm, bool ok) {
+    int mine = ok ? 1 : 0, all = 0;
+    int rc = m->previous_allreduce(&mine, &all, 1, &ompi_mpi_int.dt, &ompi_mpi_op_min.op, comm,
+                                   m->previous_allreduce_module);
+    return rc == OMPI_SUCCESS && all == 1;
+}
+
 void Context::connect(mca_coll_themis_module_t *m) {
     // The info key themis_transport overrides coll_themis_transport per communicator.
     const int choice = info_choice("themis_transport", params().transport);
     const char *source =
         info("themis_transport").empty() ? "coll_themis_transport" : "info key themis_transport";
-    std::string why;
-    transport_ = agreed_ucx(m, comm_, choice != THEMIS_TRANSPORT_PML, layout_, position_, why);
-    if (!transport_) {
-        private_comm_ = private_duplicate(comm_);
-        std::vector<size_t> parts = pml_part_bytes(m);
-        transport_ = std::make_unique<PmlTransport>(private_comm_, layout_, position_, parts);
-        std::string reason = std::string(source) + "=pml";
-        if (choice != THEMIS_TRANSPORT_PML)
-            reason = "UCX not usable: " +
-                     (why.empty() ? std::string("not usable on another rank") : why);
-        std::string split;
-        for (int d = 0; d < int(parts.size()); ++d)
-            if (parts[d] != 0) split += " " + std::to_string(d) + ":" + std::to_string(parts[d]);
-        if (!split.empty()) reason += "; messages in parts of at most, per dimension," + split;
-        say(1, comm_, "transport pml (" + reason + ")");
-    }
+    transport_ = connect_transport({m, comm_, layout_, position_}, choice, source);
     // Tests make one rank fail here (test/mpi/odd_ranks_env.sh), as a UCX endpoint or an
     // allocation might: the ranks must still decline together.
     if (std::getenv("THEMIS_TEST_FAIL_CONNECT") != nullptr)
@@ -220,36 +158,6 @@ std::string Context::calibrate(mca_coll_themis_module_t *m,
     for (const std::string &name : layout_.level_names)
         levels += (levels.empty() ? "" : ",") + name;
     return describe_rates(rates) + "; levels " + levels;
-}
-
-std::vector<size_t> Context::pml_part_bytes(mca_coll_themis_module_t *m) const {
-    // Sender and receiver must cut a message alike, or its parts would not match: one
-    // reduction gives every rank the least and the greatest coll_themis_pml_message_bytes
-    // (min of v and of -v) and, per dimension, the least TCP eager size over every rank's
-    // peers there (0 where any is not reached through TCP).
-    const Topology &topo = layout_.topology;
-    const long long fixed = (long long)params().pml_message_bytes;
-    std::vector<long long> mine = {fixed, -fixed}, all(2 + topo.num_dims(), 0);
-    for (int d = 0; d < topo.num_dims(); ++d) {
-        size_t least = SIZE_MAX;
-        for (int c = 0; c < topo.dim(d).peers; ++c)
-            if (c != topo.coord(position_, d))
-                least = std::min(
-                    least,
-                    tcp_eager_bytes(comm_, layout_.rank_at[topo.with_coord(position_, d, c)]));
-        mine.push_back(least == SIZE_MAX ? 0 : (long long)least);
-    }
-    int rc =
-        m->previous_allreduce(mine.data(), all.data(), int(mine.size()), &ompi_mpi_long_long_int.dt,
-                              &ompi_mpi_op_min.op, comm_, m->previous_allreduce_module);
-    std::vector<size_t> parts(topo.num_dims(), 0);
-    if (rc != OMPI_SUCCESS) return parts;
-    if (all[0] != -all[1]) {
-        say(1, comm_, "coll_themis_pml_message_bytes differs between ranks: whole messages");
-        return parts;
-    }
-    for (int d = 0; d < topo.num_dims(); ++d) parts[d] = size_t(fixed != 0 ? fixed : all[2 + d]);
-    return parts;
 }
 
 void Context::open_trace() {
