@@ -26,17 +26,20 @@ struct Connected {
     std::string note;
 };
 
+// connect(site, wanted) is collective: every rank runs it, also a rank whose choice names
+// another row (`wanted` false: it takes part in the agreement only), so ranks given
+// different choices still agree.
 struct BaseTransport {
     const char *name; // as coll_themis_transport spells it
     int choice;       // its THEMIS_TRANSPORT_* value
-    Connected (*connect)(const TransportSite &site);
+    Connected (*connect)(const TransportSite &site, bool wanted);
 };
 
 #if THEMIS_HAVE_UCX
 // Themis's own UCX UCP endpoints, where every rank has a worker (coll_themis_ucx.h).
-Connected connect_ucx_everywhere(const TransportSite &site) {
+Connected connect_ucx_everywhere(const TransportSite &site, bool wanted) {
     std::string why;
-    UcxWorker *worker = process_ucx_worker(why);
+    UcxWorker *worker = wanted ? process_ucx_worker(why) : nullptr;
     if (worker && ompi_comm_get_cid(site.comm) > kUcxMaxCommId) {
         why = "communicator id beyond the UCX tag layout";
         worker = nullptr;
@@ -49,7 +52,7 @@ Connected connect_ucx_everywhere(const TransportSite &site) {
 }
 #else
 // A build without UCX (configure --without-ucx): the same answer on every rank.
-Connected connect_ucx_everywhere(const TransportSite &) {
+Connected connect_ucx_everywhere(const TransportSite &, bool) {
     return {nullptr, "this build has no UCX transport (configured without UCX)"};
 }
 #endif
@@ -99,7 +102,7 @@ std::vector<size_t> pml_part_bytes(const TransportSite &site) {
 }
 
 // Open MPI's PML on a private duplicate of the communicator: connects everywhere.
-Connected connect_pml(const TransportSite &site) {
+Connected connect_pml(const TransportSite &site, bool) {
     const std::vector<size_t> parts = pml_part_bytes(site);
     std::string split;
     for (int d = 0; d < int(parts.size()); ++d)
@@ -119,22 +122,21 @@ const BaseTransport kBaseTransports[] = {
 
 std::unique_ptr<Transport> connect_transport(const TransportSite &site, int choice,
                                              const char *source) {
-    const BaseTransport *last = std::end(kBaseTransports) - 1;
-    std::string reasons; // why the rows tried before did not connect
-    for (const BaseTransport *row = std::begin(kBaseTransports); row <= last; ++row) {
-        if (choice != THEMIS_TRANSPORT_AUTO && choice != row->choice && row != last) continue;
-        Connected c = row->connect(site);
+    std::string reasons; // why the rows this rank wanted did not connect
+    for (const BaseTransport &row : kBaseTransports) {
+        const bool wanted = choice == THEMIS_TRANSPORT_AUTO || choice == row.choice;
+        Connected c = row.connect(site, wanted);
         if (!c.transport) {
-            reasons += std::string(row->name) +
-                       " not usable: " + (c.note.empty() ? "not usable on another rank" : c.note) +
-                       "; ";
+            if (wanted)
+                reasons += std::string(row.name) + " not usable: " +
+                           (c.note.empty() ? "not usable on another rank" : c.note) + "; ";
             continue;
         }
-        if (choice == row->choice) reasons = std::string(source) + "=" + row->name + "; ";
+        if (choice == row.choice) reasons = std::string(source) + "=" + row.name + "; ";
         std::string why = reasons + c.note;
         if (c.note.empty() && !why.empty()) why.resize(why.size() - 2); // the last "; "
         say(1, site.comm,
-            std::string("transport ") + row->name + (why.empty() ? "" : " (" + why + ")"));
+            std::string("transport ") + row.name + (why.empty() ? "" : " (" + why + ")"));
         return std::move(c.transport);
     }
     throw std::logic_error("no transport connected (the last row always does)");

@@ -1,11 +1,12 @@
 // coll_themis_transports.h: the base transports a communicator's traffic can run on, one
 // table row each (coll_themis_transports.cpp).
 //
-// Every rank of a communicator runs on the same base transport. With
-// coll_themis_transport=auto (or the info key themis_transport=auto) the rows are tried in
-// table order; a named choice tries its row alone. A row connects on every rank or on
-// none (it agrees first), so the first row that connects is every rank's. The last row,
-// the PML, always connects: the fallback when a chosen one cannot run here.
+// Every rank of a communicator runs on the same base transport. Every rank goes through
+// the rows in table order until one connects; each row agrees over all ranks first, so it
+// connects on every rank or on none. With coll_themis_transport=auto (or the info key
+// themis_transport=auto) a rank wants every row; with a named choice, that row alone (it
+// still takes part in the others' agreement: ranks given different choices agree too).
+// The last row, the PML, always connects: the fallback when a chosen one cannot run here.
 //
 // Wrappers over the base transport are chosen later, per dimension: node-local single copy
 // (coll_themis_node_transport.h) and CUDA IPC (coll_themis_cuda_ipc.h).
