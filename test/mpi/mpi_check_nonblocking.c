@@ -174,6 +174,65 @@ static void nb_free_completed(comm_info *c)
     check_end(&ck);
 }
 
+/* A plain int sum, as a user op. */
+static void nb_user_sum(void *in, void *inout, int *len, MPI_Datatype *type)
+{
+    (void) type;
+    for (int i = 0; i < *len; i++) ((int *) inout)[i] += ((const int *) in)[i];
+}
+
+/* A commutative user op and a derived datatype (themis runs both) in the four nonblocking
+ * forms, freed by the program as soon as the calls are started: MPI keeps them until the
+ * calls complete. Open MPI's MPI layer does so by storing them in the request, which it
+ * takes to be its nonblocking-collective request type: a smaller request is overrun. */
+static void nb_user_objects(comm_info *c)
+{
+    const int n = c->size, count = (int) themis_count(c, sizeof(int), false);
+    const int per_rank = 3 * (count / n / 3 + 1); /* whole contig(3, MPI_INT) elements */
+    MPI_Op sum;
+    MPI_Datatype int3;
+    MPI_Op_create(nb_user_sum, 1, &sum);
+    MPI_Type_contiguous(3, MPI_INT, &int3);
+    MPI_Type_commit(&int3);
+    int *counts = xmalloc((size_t) n * sizeof(int));
+    for (int r = 0; r < n; r++) counts[r] = per_rank;
+    nb_call calls[C_MAIN_COLLS];
+    MPI_Request reqs[C_MAIN_COLLS];
+    check_t ck;
+    check_start(&ck, "nonblocking forms with a user op and contig(3,MPI_INT), freed at once, comm=%s",
+                c->name);
+    for (int f = 0; f < C_MAIN_COLLS; f++) {
+        nb_call *x = &calls[f];
+        x->form = f, x->count = f == C_ALLREDUCE ? count : per_rank;
+        const int total = f == C_ALLREDUCE ? count : per_rank * n;
+        x->in = xmalloc((size_t) total * sizeof(int));
+        x->out = xmalloc((size_t) total * sizeof(int));
+        for (int i = 0; i < total; i++) x->in[i] = nb_value(c->rank, i, f);
+        int rc;
+        switch (f) {
+        case C_ALLREDUCE:
+            rc = MPI_Iallreduce(x->in, x->out, count, MPI_INT, sum, c->comm, &reqs[f]);
+            break;
+        case C_REDUCE_SCATTER:
+            rc = MPI_Ireduce_scatter(x->in, x->out, counts, MPI_INT, sum, c->comm, &reqs[f]);
+            break;
+        case C_REDUCE_SCATTER_BLOCK:
+            rc = MPI_Ireduce_scatter_block(x->in, x->out, per_rank, MPI_INT, sum, c->comm, &reqs[f]);
+            break;
+        default:
+            rc = MPI_Iallgather(x->in + (size_t) c->rank * per_rank, per_rank / 3, int3, x->out,
+                                per_rank / 3, int3, c->comm, &reqs[f]);
+        }
+        check_rc(&ck, rc, coll_names[f]);
+    }
+    MPI_Op_free(&sum);
+    MPI_Type_free(&int3);
+    check_rc(&ck, MPI_Waitall(C_MAIN_COLLS, reqs, MPI_STATUSES_IGNORE), "MPI_Waitall");
+    for (int f = 0; f < C_MAIN_COLLS; f++) nb_finish(c, &calls[f], f, &ck);
+    free(counts);
+    check_end(&ck);
+}
+
 /* persistent: one persistent request of each of the four forms (MPIX_*_init) on c, started
  * together three times with MPI_Startall, new inputs each round (round r = request number
  * r: the closed forms above), then freed; the communicator is set up by a blocking call
@@ -250,6 +309,7 @@ void family_nonblocking(void)
         nb_many(&g_comms[ci], false, true);
         nb_many(&g_comms[ci], true, true);
         nb_free_completed(&g_comms[ci]);
+        nb_user_objects(&g_comms[ci]);
     }
     nb_orders("chk_order", true);
     nb_orders("chk_order_cold", false);

@@ -10,6 +10,7 @@
 
 #include "coll_themis_context.h"
 #include "coll_themis_cuda.h"
+#include "ompi/mca/coll/base/coll_base_util.h"
 #include "opal/runtime/opal_progress.h"
 
 namespace themis {
@@ -63,12 +64,11 @@ int free_request(ompi_request_t **request) {
 }
 
 void complete(Outstanding &o, int rc) {
-    if (o.freed) {
-        release(o.request);
-        return;
-    }
     o.request->req_status.MPI_ERROR = rc;
+    // Also for a freed request: completion runs what MPI attached to it (the user op and
+    // datatypes it retained, below).
     ompi_request_complete(o.request, true);
+    if (o.freed) release(o.request);
 }
 
 // The progress callback. Stages test their messages without re-entering the progress
@@ -114,9 +114,14 @@ int progress_calls() {
     return completed;
 }
 
+// A collective's request must be Open MPI's nonblocking-collective request: the MPI layer
+// (MPI_Iallreduce, MPIX_Allreduce_init, ...) casts it to ompi_coll_base_nbc_request_t to
+// retain a user op or derived datatype until it completes or is freed, writing past a
+// plain ompi_request_t.
 ompi_request_t *new_request(bool persistent = false) {
-    ompi_request_t *request = OBJ_NEW(ompi_request_t);
-    if (request == nullptr) throw std::bad_alloc();
+    auto *nbc = OBJ_NEW(ompi_coll_base_nbc_request_t);
+    if (nbc == nullptr) throw std::bad_alloc();
+    ompi_request_t *request = &nbc->super;
     OMPI_REQUEST_INIT(request, persistent);
     request->req_state = persistent ? OMPI_REQUEST_INACTIVE : OMPI_REQUEST_ACTIVE;
     request->req_type = OMPI_REQUEST_COLL;
