@@ -5,8 +5,9 @@
  *   themis-cuda-check --probe      exit 0 if a CUDA device is usable, 77 (skip) if not
  *   mpirun ... themis-cuda-check [--kinds device|mixed|split] [--expect direct|ipc|staged|nokernels|any]
  *                                [--ranks-per-gpu N]
- *   mpirun ... themis-cuda-check --threads   a device-buffer MPI_Iallreduce waited for by
- *                                  another thread, which has no CUDA context
+ *   mpirun ... themis-cuda-check --threads   device-buffer nonblocking calls (run by themis,
+ *                                  and handed down) waited for by another thread, which
+ *                                  has no CUDA context
  *   mpirun ... themis-cuda-check --bench BYTES [--iters N]
  *                                  MPI_Allreduce (float, sum) bandwidth with device and
  *                                  with host buffers, interleaved in one run
@@ -41,6 +42,8 @@
 static void (*fake_counters)(unsigned long long *);
 /* ... and the IPC handles it exported, opened and closed. */
 static void (*fake_ipc_counters)(unsigned long long *);
+/* ... and the frees it refused for want of a current context (memory a real GPU leaks). */
+static unsigned long long (*fake_refused_frees)(void);
 
 static int rank, size, failures, checks;
 static const char *kinds = "device", *expect = "any";
@@ -72,6 +75,7 @@ static int load_driver(int quiet)
     }
     *(void **) &fake_counters = dlsym(cu.lib, "themis_fake_cuda_counters");
     *(void **) &fake_ipc_counters = dlsym(cu.lib, "themis_fake_cuda_ipc_counters");
+    *(void **) &fake_refused_frees = dlsym(cu.lib, "themis_fake_cuda_refused_frees");
     return 0;
 }
 
@@ -369,34 +373,82 @@ static void nonblocking_case(size_t count)
     free(h);
 }
 
-/* --threads: an MPI_Iallreduce on device buffers started by this thread and completed by
- * MPI_Wait in another that never touched CUDA, as a communication thread of an
- * MPI_THREAD_MULTIPLE program may: the call's device work must still run (in the context it
- * started in), and the result be exact. */
-static void *wait_request(void *req)
+/* --threads: device-buffer calls started by this thread and completed by MPI_Waitall in
+ * another that never touched CUDA, as a communication thread of an MPI_THREAD_MULTIPLE
+ * program may: their device work must still run (in the context they started in), the
+ * results be exact, and what they free be freed in that context too (the emulated driver,
+ * like a real one, refuses a free on a thread without a context). */
+static void *wait_requests(void *reqs)
 {
-    return (void *) (intptr_t) MPI_Wait((MPI_Request *) req, MPI_STATUS_IGNORE);
+    return (void *) (intptr_t) MPI_Waitall(2, (MPI_Request *) reqs, MPI_STATUSES_IGNORE);
 }
 
-static void waited_in_other_thread_case(size_t count)
+static void wait_in_other_thread(MPI_Request *reqs, const char *what)
 {
-    int32_t *h = malloc(count * sizeof(int32_t));
-    struct buf s = alloc_buf(on_dev(0), count * sizeof(int32_t)), r = alloc_buf(on_dev(1), count * sizeof(int32_t));
-    for (size_t i = 0; i < count; ++i) h[i] = (int32_t) input(0, rank, i);
-    put(&s, h);
-    MPI_Request req;
-    if (MPI_Iallreduce(s.p, r.p, (int) count, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &req) != MPI_SUCCESS)
-        fail("allreduce waited in another thread: start failed");
     pthread_t waiter;
     void *rc = NULL;
-    if (pthread_create(&waiter, NULL, wait_request, &req) != 0 || pthread_join(waiter, &rc) != 0)
-        fail("allreduce waited in another thread: no thread");
-    if ((intptr_t) rc != MPI_SUCCESS) fail("allreduce waited in another thread: error %d", (int) (intptr_t) rc);
-    get(&r, h, "allreduce waited in another thread");
-    check_ints("allreduce waited in another thread", h, count, nb_sum, 0);
-    ++checks;
+    if (pthread_create(&waiter, NULL, wait_requests, reqs) != 0 || pthread_join(waiter, &rc) != 0)
+        fail("%s: no thread", what);
+    if ((intptr_t) rc != MPI_SUCCESS) fail("%s: error %d", what, (int) (intptr_t) rc);
+}
+
+/* An MPI_Iallreduce and an MPI_Ireduce_scatter_block on the engine, `rounds` times. */
+static void waited_in_other_thread_case(size_t count, int rounds)
+{
+    const char *what = "waited in another thread";
+    nb_block = count / (size_t) size;
+    const size_t bytes = count * sizeof(int32_t), block_bytes = nb_block * sizeof(int32_t);
+    int32_t *h = malloc(bytes);
+    struct buf s = alloc_buf(on_dev(0), bytes), r = alloc_buf(on_dev(1), bytes);
+    struct buf rs = alloc_buf(on_dev(1), block_bytes);
+    for (int c = 0; c < rounds; ++c) {
+        for (size_t i = 0; i < count; ++i) h[i] = (int32_t) (input(0, rank, i) + c);
+        put(&s, h);
+        MPI_Request reqs[2];
+        if (MPI_Iallreduce(s.p, r.p, (int) count, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &reqs[0]) != MPI_SUCCESS ||
+            MPI_Ireduce_scatter_block(s.p, rs.p, (int) nb_block, MPI_INT, MPI_SUM, MPI_COMM_WORLD,
+                                      &reqs[1]) != MPI_SUCCESS)
+            fail("%s: start failed", what);
+        wait_in_other_thread(reqs, what);
+        get(&r, h, what);
+        check_ints("allreduce waited in another thread", h, count, nb_sum, c);
+        get(&rs, h, what);
+        check_ints("reduce_scatter_block waited in another thread", h, nb_block, nb_own_sum, c);
+        checks += 2;
+    }
     free_buf(&s);
     free_buf(&r);
+    free_buf(&rs);
+    free(h);
+}
+
+/* Two MPI_Iallreduce calls themis hands down (a non-commutative op) on host copies of
+ * device buffers, each larger than the pinned memory kept between calls (16 MiB), so that
+ * completing them frees their copies, in the waiting thread. */
+static void handed_down_waited_in_other_thread_case(void)
+{
+    const char *what = "handed down, waited in another thread";
+    const size_t count = (size_t) 17 << 18, bytes = count * sizeof(int32_t); /* 17 MiB */
+    int32_t *h = malloc(bytes);
+    struct buf s = alloc_buf(on_dev(0), bytes), r[2] = {alloc_buf(on_dev(1), bytes), alloc_buf(on_dev(1), bytes)};
+    MPI_Op noncommutative_sum;
+    MPI_Op_create(sum_int32, 0, &noncommutative_sum);
+    for (size_t i = 0; i < count; ++i) h[i] = (int32_t) input(0, rank, i);
+    put(&s, h);
+    MPI_Request reqs[2];
+    for (int k = 0; k < 2; ++k)
+        if (MPI_Iallreduce(s.p, r[k].p, (int) count, MPI_INT, noncommutative_sum, MPI_COMM_WORLD,
+                           &reqs[k]) != MPI_SUCCESS)
+            fail("%s: start failed", what);
+    wait_in_other_thread(reqs, what);
+    for (int k = 0; k < 2; ++k) {
+        get(&r[k], h, what);
+        check_ints(what, h, count, nb_sum, 0);
+        ++checks;
+        free_buf(&r[k]);
+    }
+    MPI_Op_free(&noncommutative_sum);
+    free_buf(&s);
     free(h);
 }
 
@@ -763,7 +815,11 @@ int main(int argc, char **argv)
     if (threads) { /* a blocking call first: it sets the communicator up for themis */
         if (provided < MPI_THREAD_MULTIPLE) fail("--threads: MPI_THREAD_MULTIPLE not provided");
         allreduce_case(K_INT32, 0, big, 0);
-        waited_in_other_thread_case(big);
+        waited_in_other_thread_case(big, 2);
+        handed_down_waited_in_other_thread_case();
+        if (fake_refused_frees && fake_refused_frees() != 0)
+            fail("%llu frees on a thread without a CUDA context (memory a GPU would leak)",
+                 fake_refused_frees());
     } else {
         matrix(big, small);
     }

@@ -75,6 +75,7 @@ static CUcontext fake_ctx = (CUcontext) &fake_ctx_storage;
 static __thread CUcontext current;
 static unsigned long long counters[4]; /* launches, async copies, sync copies, allocations */
 static unsigned long long ipc_counters[3]; /* handles exported, opened, closed */
+static unsigned long long refused_frees; /* frees on a thread without a current context */
 static unsigned long long next_id = 1;
 static int free_fds[64]; /* memfds of freed allocations, emptied, for the next ones */
 static size_t n_free_fds;
@@ -87,6 +88,13 @@ EXPORT void themis_fake_cuda_counters(unsigned long long out[4])
 EXPORT void themis_fake_cuda_ipc_counters(unsigned long long out[3])
 {
     memcpy(out, ipc_counters, sizeof ipc_counters);
+}
+
+/* A real driver refuses (CUDA_ERROR_INVALID_CONTEXT) to free memory on a thread without a
+ * current context, and the memory stays allocated: a leak where the error is ignored. */
+EXPORT unsigned long long themis_fake_cuda_refused_frees(void)
+{
+    return refused_frees;
 }
 
 static struct alloc *find(const void *p)
@@ -323,6 +331,10 @@ EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes)
 
 EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
 {
+    if (!current) {
+        ++refused_frees;
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
     struct alloc *a = find((const void *) p);
     if (!a || a->pinned || a->opened || a->dev != (char *) p) return CUDA_ERROR_INVALID_VALUE;
     munmap(a->dev, a->size);
@@ -349,6 +361,10 @@ EXPORT CUresult cuMemHostAlloc(void **p, size_t bytes, unsigned int flags)
 
 EXPORT CUresult cuMemFreeHost(void *p)
 {
+    if (!current) {
+        ++refused_frees;
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
     struct alloc *a = find(p);
     if (!a || !a->pinned) return CUDA_ERROR_INVALID_VALUE;
     free(a->dev);

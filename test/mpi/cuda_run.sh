@@ -158,12 +158,15 @@ fake)
     --verbose 5 --expect "staged through host memory" \
     -- -m 256K:1M -i 2 -x 1 -c --mem device --collective allreduce,reduce_scatter_block,allgather \
     --impl themis,themis_baseline --peers 2,2
-  # MPI_THREAD_MULTIPLE: a device-buffer MPI_Iallreduce waited for by a thread without a
-  # CUDA context (without the context the call started in, device-direct work fails there).
+  # MPI_THREAD_MULTIPLE: device-buffer nonblocking calls waited for by a thread without a
+  # CUDA context (without the context the calls started in, device-direct work fails
+  # there, and memory freed there stays allocated). 1 MiB of staging keeps 16 MiB of host
+  # copies between calls, so the 17 MiB ones of the handed-down calls are freed.
   for mode in ipc staged; do
     opts=(); [ $mode = staged ] && opts=("${NOIPC[@]}")
     run fake_other_thread_$mode 4 "${L[@]}" "${opts[@]}" --mca coll_themis_dims 2x2 \
-      --colls "allreduce iallreduce" -- --threads
+      --mca coll_themis_staging_bytes 1048576 \
+      --colls "allreduce iallreduce ireduce_scatter_block" -- --threads
   done
   # DDP-style gradient buckets on device buffers: 8 nonblocking calls in flight at once,
   # device-direct (IPC) and staged, every result read back and checked.
@@ -199,7 +202,8 @@ gpu)
       -- -m 1M:64M -i 5 -x 1 -c --mem device --collective allreduce,reduce_scatter_block,allgather \
       --impl themis_$t,themis_baseline --peers 2,2
   done
-  run gpu_other_thread_np4 4 --mca coll_themis_dims 2x2 --colls "allreduce iallreduce" -- --threads
+  run gpu_other_thread_np4 4 --mca coll_themis_dims 2x2 --mca coll_themis_staging_bytes 1048576 \
+    --colls "allreduce iallreduce ireduce_scatter_block" -- --threads
   run gpu_bench_buckets_np4 4 --mca coll_themis_dims 2x2 --bench bench_themis \
     --colls "iallreduce ireduce_scatter_block iallgather" --expect "^# buffers: CUDA device memory" \
     -- --nonblocking buckets --buckets 8 -m 4M:4M -i 3 -x 1 -c --mem device \

@@ -89,15 +89,20 @@ int progress_calls() {
     for (size_t i = 0; i < calls.size();) {
         int rc = OMPI_SUCCESS;
         bool done = false;
-        try {
+        {
 #if THEMIS_HAVE_CUDA
-            // Its device work runs in the context it started in, whichever thread polls.
+            // Its device work runs in the context it started in, whichever thread polls;
+            // so does its release (device and pinned memory are freed in a context).
             cuda::ContextScope scope(calls[i].cuda_context);
 #endif
-            done = calls[i].call->progress();
-        } catch (const std::exception &e) {
-            rc = report_failure("a nonblocking collective", e);
-            done = true;
+            try {
+                done = calls[i].call->progress();
+            } catch (const std::exception &e) {
+                rc = report_failure("a nonblocking collective", e);
+                done = true;
+            }
+            // Its temporaries and references go before the request completes.
+            if (done) calls[i].call.reset();
         }
         if (!done) {
             ++i;
@@ -105,7 +110,6 @@ int progress_calls() {
         }
         Outstanding o = std::move(calls[i]);
         calls.erase(calls.begin() + static_cast<long>(i));
-        o.call.reset(); // its temporaries and references go before the request completes
         complete(o, rc);
         ++completed;
     }
