@@ -250,3 +250,4 @@ void family_big(void);         /* --big: more than 2^31 bytes in one call */
 /* and in mpi_check_nonblocking.c: */
 void family_nonblocking(void); /* many nonblocking calls in flight */
 void family_persistent(void);  /* persistent requests (MPIX_*_init) */
+void family_nbfail(void);      /* a failed nonblocking call's error (THEMIS_TEST_FAIL_NONBLOCKING) */

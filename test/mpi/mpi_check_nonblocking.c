@@ -302,6 +302,48 @@ void family_persistent(void)
 #endif
 }
 
+/* nbfail (run with THEMIS_TEST_FAIL_NONBLOCKING=1 on every rank: every nonblocking call
+ * themis runs then fails in the progress loop): MPI_Wait returns an error of class
+ * MPI_ERR_OTHER (no hang, no crash), the request is gone, and the communicator still runs
+ * blocking calls. Open MPI 4.1 reports a failed collective request to MPI_COMM_WORLD's
+ * error handler (5.0 to the request's communicator, which themis sets): MPI_ERRORS_RETURN
+ * on both here. */
+void family_nbfail(void)
+{
+    check_t ck;
+    check_start(&ck, "a failed nonblocking call reports to its communicator's error handler");
+    if (!getenv("THEMIS_TEST_FAIL_NONBLOCKING")) {
+        check_fail(&ck, "run with THEMIS_TEST_FAIL_NONBLOCKING=1");
+        check_end(&ck);
+        return;
+    }
+    MPI_Comm d;
+    MPI_Comm_dup(MPI_COMM_WORLD, &d);
+    MPI_Comm_set_errhandler(d, MPI_ERRORS_RETURN);
+    comm_info c;
+    comm_info_init(&c, d, "chk_nbfail");
+    warm_up(&c); /* a blocking call: themis sets the communicator up */
+    nb_call x;
+    MPI_Request req;
+    nb_start(&c, &x, C_ALLREDUCE, (int) themis_count(&c, sizeof(int), false), 0, &req, &ck);
+    const int rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+    int cls = MPI_SUCCESS;
+    MPI_Error_class(rc, &cls);
+    if (cls != MPI_ERR_OTHER)
+        check_fail(&ck, "MPI_Wait returned %d (class %d), expected class MPI_ERR_OTHER", rc, cls);
+    if (req != MPI_REQUEST_NULL) {
+        check_fail(&ck, "the failed request was not freed");
+        MPI_Request_free(&req);
+    }
+    free(x.in);
+    free(x.out);
+    int one = 1, ranks = 0;
+    check_rc(&ck, MPI_Allreduce(&one, &ranks, 1, MPI_INT, MPI_SUM, d), "MPI_Allreduce after");
+    if (ranks != c.size) check_fail(&ck, "MPI_Allreduce after: %d, expected %d", ranks, c.size);
+    comm_info_free(&c);
+    check_end(&ck);
+}
+
 void family_nonblocking(void)
 {
     for (int ci = 0; ci < g_ncomms; ci++) {

@@ -171,7 +171,7 @@ extern "C" int mca_coll_themis_iallgather(const void *sbuf, int scount,
                                            THEMIS_COLL_IALLGATHER, "MPI_Iallgather", unsupported,
                                            started);
             },
-            request);
+            comm, request);
 #endif
     return start_or_delegate(
         module, comm, THEMIS_COLL_IALLGATHER, "MPI_Iallgather", unsupported, request,

@@ -156,7 +156,7 @@ extern "C" int mca_coll_themis_iallreduce(const void *sbuf, void *rbuf, int coun
                                            THEMIS_COLL_IALLREDUCE, "MPI_Iallreduce", unsupported,
                                            started);
             },
-            request);
+            comm, request);
 #endif
     return start_or_delegate(
         module, comm, THEMIS_COLL_IALLREDUCE, "MPI_Iallreduce", unsupported, request,

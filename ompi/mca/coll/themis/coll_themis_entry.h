@@ -26,8 +26,10 @@
 #include "coll_themis_cuda.h"
 #include "coll_themis_request.h"
 
+#include <cstdlib>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace themis {
@@ -132,6 +134,30 @@ int run_or_delegate(mca_coll_base_module_t *module, ompi_communicator_t *comm, i
     return OMPI_SUCCESS;
 }
 
+// A call that failed before it was started (its error said): its request completes at the
+// next progress, with that error.
+class FinishedCall : public PendingCall {
+  public:
+    explicit FinishedCall(int rc, std::string why = "the collective failed (said above)")
+        : rc_(rc), why_(std::move(why)) {}
+    bool progress() override {
+        if (rc_ != OMPI_SUCCESS) throw std::runtime_error(why_);
+        return true;
+    }
+
+  private:
+    int rc_;
+    std::string why_;
+};
+
+// Tests only (test/mpi, mpi_np4_2x2_nonblocking_fails): with THEMIS_TEST_FAIL_NONBLOCKING
+// set, every nonblocking call themis runs fails in the progress loop, as one whose
+// transport failed would, so that the error's way to the caller is tested.
+inline bool nonblocking_fails_for_test() {
+    static const bool set = std::getenv("THEMIS_TEST_FAIL_NONBLOCKING") != nullptr;
+    return set;
+}
+
 // The nonblocking form: `prepare(ctx)` gives the Prepared collective, started on the
 // engine with a request completed from the progress loop; `previous(m)` hands the call
 // down.
@@ -142,7 +168,12 @@ int start_or_delegate(mca_coll_base_module_t *module, ompi_communicator_t *comm,
     return run_or_delegate(
         module, comm, collective, name, unsupported,
         [&](Context &ctx) {
-            int rc = start_request(std::make_unique<EngineCall>(comm, ctx, prepare(ctx)), request);
+            std::unique_ptr<PendingCall> call =
+                nonblocking_fails_for_test()
+                    ? std::make_unique<FinishedCall>(OMPI_ERROR,
+                                                     "THEMIS_TEST_FAIL_NONBLOCKING is set")
+                    : std::unique_ptr<PendingCall>(new EngineCall(comm, ctx, prepare(ctx)));
+            int rc = start_request(std::move(call), comm, request);
             if (rc != OMPI_SUCCESS) throw std::runtime_error("starting the request failed");
         },
         previous, SetUp::AtBarrier);
@@ -181,20 +212,6 @@ class Retained {
     std::vector<opal_object_t *> objects_;
 };
 
-// A call that failed before it was started (its error said): its request completes at the
-// next progress, with that error.
-class FinishedCall : public PendingCall {
-  public:
-    explicit FinishedCall(int rc) : rc_(rc) {}
-    bool progress() override {
-        if (rc_ != OMPI_SUCCESS) throw std::runtime_error("the collective failed (said above)");
-        return true;
-    }
-
-  private:
-    int rc_;
-};
-
 // The persistent form (MPIX_*_init): decided like the nonblocking form, at init (a
 // communicator set up by a blocking call, an eligible call); then every MPI_Start runs
 // `prepare` on the engine. With a device buffer every MPI_Start runs `device(&started)`
@@ -214,7 +231,7 @@ int init_or_delegate(mca_coll_base_module_t *module, ompi_communicator_t *comm, 
                 const int rc = device(&started);
                 return started ? std::move(started) : std::make_unique<FinishedCall>(rc);
             },
-            request);
+            comm, request);
     }
     return run_or_delegate(
         module, comm, collective, name, unsupported,
@@ -225,7 +242,7 @@ int init_or_delegate(mca_coll_base_module_t *module, ompi_communicator_t *comm, 
                 (void)kept;
                 return std::make_unique<EngineCall>(comm, *c, prepare(*c));
             };
-            if (persistent_request(std::move(start), request) != OMPI_SUCCESS)
+            if (persistent_request(std::move(start), comm, request) != OMPI_SUCCESS)
                 throw std::runtime_error("making the persistent request failed");
         },
         previous, SetUp::AtBarrier);
@@ -300,10 +317,11 @@ int device_call(mca_coll_base_module_t *module, ompi_communicator_t *comm, int c
 }
 
 // The nonblocking form with a device buffer: `device(&started)` as device_call above.
-template <typename Device> int start_on_device(Device device, ompi_request_t **request) {
+template <typename Device>
+int start_on_device(Device device, ompi_communicator_t *comm, ompi_request_t **request) {
     std::unique_ptr<PendingCall> started;
     const int rc = device(&started);
-    return rc != OMPI_SUCCESS ? rc : start_request(std::move(started), request);
+    return rc != OMPI_SUCCESS ? rc : start_request(std::move(started), comm, request);
 }
 #endif
 

@@ -233,7 +233,7 @@ int ireduce_scatter(const void *sbuf, void *rbuf, const std::vector<int> &counts
                                                 collective, name, unsupported, started,
                                                 previous_nonblocking);
             },
-            request);
+            comm, request);
 #endif
     return start_or_delegate(
         module, comm, collective, name, unsupported, request,

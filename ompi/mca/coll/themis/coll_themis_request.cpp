@@ -122,13 +122,16 @@ int progress_calls() {
 // (MPI_Iallreduce, MPIX_Allreduce_init, ...) casts it to ompi_coll_base_nbc_request_t to
 // retain a user op or derived datatype until it completes or is freed, writing past a
 // plain ompi_request_t.
-ompi_request_t *new_request(bool persistent = false) {
+ompi_request_t *new_request(ompi_communicator_t *comm, bool persistent = false) {
     auto *nbc = OBJ_NEW(ompi_coll_base_nbc_request_t);
     if (nbc == nullptr) throw std::bad_alloc();
     ompi_request_t *request = &nbc->super;
     OMPI_REQUEST_INIT(request, persistent);
     request->req_state = persistent ? OMPI_REQUEST_INACTIVE : OMPI_REQUEST_ACTIVE;
     request->req_type = OMPI_REQUEST_COLL;
+    // Where a failure is reported: Open MPI 5 invokes this communicator's error handler
+    // (and needs one); 4.1 reports every failed collective request to MPI_COMM_WORLD.
+    request->req_mpi_object.comm = comm;
     request->req_free = free_request;
     std::memset(&request->req_status, 0, sizeof request->req_status);
     return request;
@@ -178,14 +181,15 @@ int start_persistent(size_t count, ompi_request_t **requests) {
 
 uint64_t progress_pass() { return current_pass; }
 
-int start_request(std::unique_ptr<PendingCall> call, ompi_request_t **request) {
-    *request = new_request();
+int start_request(std::unique_ptr<PendingCall> call, ompi_communicator_t *comm,
+                  ompi_request_t **request) {
+    *request = new_request(comm);
     track(*request, std::move(call));
     return OMPI_SUCCESS;
 }
 
-int persistent_request(Starter start, ompi_request_t **request) {
-    *request = new_request(true);
+int persistent_request(Starter start, ompi_communicator_t *comm, ompi_request_t **request) {
+    *request = new_request(comm, true);
     (*request)->req_start = start_persistent;
     std::lock_guard<std::mutex> lock(starters_mutex);
     starters()[*request] = std::move(start);

@@ -27,13 +27,15 @@ class PendingCall {
 // The number of the progress callback's pass under way on this thread; 0 outside it.
 uint64_t progress_pass();
 
-// Hands `call` to the progress loop and returns its request in *request.
-int start_request(std::unique_ptr<PendingCall> call, ompi_request_t **request);
+// Hands `call` to the progress loop and returns its request in *request. A request that
+// fails reports to `comm`'s error handler (the call's communicator).
+int start_request(std::unique_ptr<PendingCall> call, ompi_communicator_t *comm,
+                  ompi_request_t **request);
 
 // A persistent request (MPIX_*_init): inactive until MPI_Start, which calls `start` for
 // this run's PendingCall and hands it to the progress loop like a nonblocking call; after
 // completion it is inactive again, until the next MPI_Start or MPI_Request_free.
 using Starter = std::function<std::unique_ptr<PendingCall>()>;
-int persistent_request(Starter start, ompi_request_t **request);
+int persistent_request(Starter start, ompi_communicator_t *comm, ompi_request_t **request);
 
 } // namespace themis
