@@ -17,6 +17,7 @@ void *BufferCache::handed_out(void *buf, size_t size) {
 }
 
 void *BufferCache::acquire(size_t bytes) {
+    std::lock_guard<std::mutex> hold(lock_);
     auto it = free_.lower_bound(bytes);
     // Reuse a cached buffer unless it is much larger than needed.
     if (it != free_.end() && it->first <= 2 * bytes) {
@@ -32,6 +33,7 @@ void *BufferCache::acquire(size_t bytes) {
 }
 
 void BufferCache::release(void *buf) {
+    std::lock_guard<std::mutex> hold(lock_);
     // acquire may have handed out a larger buffer than asked for: file it by its real size.
     auto it = size_of_.find(buf);
     const size_t size = it->second;
@@ -59,6 +61,24 @@ void BufferCache::make_room(size_t bytes, size_t limit) {
     }
 }
 
-void BufferCache::raise_limit(size_t limit) { limit_ = std::max(limit_, limit); }
+void BufferCache::raise_limit(size_t limit) {
+    std::lock_guard<std::mutex> hold(lock_);
+    limit_ = std::max(limit_, limit);
+}
+
+size_t BufferCache::cached_bytes() const {
+    std::lock_guard<std::mutex> hold(lock_);
+    return cached_bytes_;
+}
+
+size_t BufferCache::outstanding() const {
+    std::lock_guard<std::mutex> hold(lock_);
+    return size_of_.size();
+}
+
+size_t BufferCache::peak_bytes() const {
+    std::lock_guard<std::mutex> hold(lock_);
+    return peak_bytes_;
+}
 
 } // namespace themis

@@ -7,10 +7,14 @@
 // sizes all the time would otherwise keep a buffer of every size it met, up to the limit
 // (the randomized stress test grew 18 MiB a process at 8 ranks). When a released buffer
 // does not fit, the smallest cached ones are freed first.
+//
+// Thread-safe: under MPI_THREAD_MULTIPLE one thread prepares a call (its temporaries)
+// while another, in Open MPI's progress loop, runs the calls in flight on the same memory.
 #pragma once
 
 #include <cstddef>
 #include <map>
+#include <mutex>
 
 namespace themis {
 
@@ -34,12 +38,13 @@ class BufferCache {
     // Lets the cache hold up to `limit` bytes (a smaller value changes nothing).
     void raise_limit(size_t limit);
 
-    size_t cached_bytes() const { return cached_bytes_; }
-    size_t outstanding() const { return size_of_.size(); }
+    size_t cached_bytes() const;
+    size_t outstanding() const;
     // The most bytes handed out at once so far: what the cache may hold.
-    size_t peak_bytes() const { return peak_bytes_; }
+    size_t peak_bytes() const;
 
   private:
+    mutable std::mutex lock_; // over everything below
     RawAllocator raw_;
     size_t limit_;
     std::multimap<size_t, void *> free_; // released buffers, by size
