@@ -17,8 +17,9 @@
  * after MPI_Init (themis's UCX worker and sockets released).
  *
  * Modes: --threads T (MPI_THREAD_MULTIPLE: T threads, each on its own communicator, run
- * their own sequences at once); --die-rank R (rank R is killed by SIGALRM during a stream
- * of large allreduces: the job must end, the runner checks how).
+ * their own sequences at once, a blocking allreduce in the middle of each nonblocking call,
+ * beside a thread that only polls the progress loop); --die-rank R (rank R is killed by
+ * SIGALRM during a stream of large allreduces: the job must end, the runner checks how).
  *
  * Output: "themis_stress: seed S" first (replay with --seed S), one line per failure
  * (bounded), figures, then "themis_stress: N passed, M failed" (M: most failures on one
@@ -344,6 +345,20 @@ static void report(tally_t *t, const char *fmt, ...)
     fflush(stdout);
 }
 
+/* In --threads mode, while a nonblocking call is in flight: a blocking MPI_Allreduce of
+ * 64 KiB on the same communicator (themis runs it on the engine the nonblocking call is
+ * on, while other threads' progress loops may drive that call), checked. */
+static int allreduce_between(MPI_Comm comm, int rank, int size)
+{
+    enum { N = 16384 };
+    static _Thread_local int buf[N];
+    for (int i = 0; i < N; ++i) buf[i] = rank + i;
+    int rc = MPI_Allreduce(MPI_IN_PLACE, buf, N, MPI_INT, MPI_SUM, comm);
+    for (int i = 0; rc == MPI_SUCCESS && i < N; ++i)
+        if (buf[i] != size * i + size * (size - 1) / 2) rc = MPI_ERR_OTHER;
+    return rc;
+}
+
 /* Draws one call on `comm` (MPI_COMM_NULL: this rank is not in it; it still draws the
  * same numbers), runs it and checks it. */
 static void one_call(rng_t *g, MPI_Comm comm, long n, tally_t *t)
@@ -373,6 +388,10 @@ static void one_call(rng_t *g, MPI_Comm comm, long n, tally_t *t)
 
     MPI_Request request = MPI_REQUEST_NULL;
     int rc = k->run(&c, send, recv, k->nonblocking ? &request : NULL);
+    if (rc == MPI_SUCCESS && k->nonblocking && opt.threads > 0) {
+        rc = allreduce_between(c.comm, c.rank, c.size);
+        if (rc != MPI_SUCCESS) report(t, "call %ld: the allreduce in between failed", n);
+    }
     if (rc == MPI_SUCCESS && k->nonblocking) rc = MPI_Wait(&request, MPI_STATUS_IGNORE);
     long bad = -1;
     for (long i = 0; rc == MPI_SUCCESS && bad < 0 && i < out_n; ++i)
@@ -602,17 +621,37 @@ static void *thread_main(void *p)
     return NULL;
 }
 
-/* Threads at once, each on its own communicator (the ranks' thread k share one). */
+/* A thread that only polls Open MPI's progress loop (as a program's communication thread
+ * testing its own requests does) until `stop`: it drives the calls in flight of every
+ * communicator while their own threads start and run more on them. */
+typedef struct {
+    MPI_Comm comm; /* a dup of MPI_COMM_SELF: nothing ever arrives */
+    volatile int stop;
+} prober_t;
+
+static void *prober_main(void *p)
+{
+    prober_t *a = p;
+    int flag = 0;
+    while (!a->stop) MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, a->comm, &flag, MPI_STATUS_IGNORE);
+    return NULL;
+}
+
+/* Threads at once, each on its own communicator (the ranks' thread k share one), and a
+ * prober thread. */
 static void run_threads(tally_t *t)
 {
     thread_arg_t args[16];
-    pthread_t ids[16];
+    pthread_t ids[16], prober;
     const int n = opt.threads < 16 ? opt.threads : 16;
     rng_t g = {opt.seed};
     for (int i = 0; i < n; ++i) {
         args[i] = (thread_arg_t){.index = i};
         args[i].comm = new_comm(&g, MPI_COMM_WORLD, i, 0); /* a dup: every rank in it */
     }
+    prober_t probe = {.stop = 0};
+    MPI_Comm_dup(MPI_COMM_SELF, &probe.comm);
+    pthread_create(&prober, NULL, prober_main, &probe);
     for (int i = 0; i < n; ++i) pthread_create(&ids[i], NULL, thread_main, &args[i]);
     for (int i = 0; i < n; ++i) {
         pthread_join(ids[i], NULL);
@@ -620,6 +659,9 @@ static void run_threads(tally_t *t)
         t->failed += args[i].tally.failed;
         free_comm(&args[i].comm);
     }
+    probe.stop = 1;
+    pthread_join(prober, NULL);
+    MPI_Comm_free(&probe.comm);
 }
 
 /* Large allreduces until the job ends: rank die_rank is killed by SIGALRM (default

@@ -88,6 +88,7 @@ std::unique_ptr<StartedRun> Context::start(const PlanRequest &req, char *work, R
 
 std::unique_ptr<StartedRun> Context::begin(const PlanRequest &request, char *work, Reducer &reducer,
                                            const RunOptions &options, bool nonblocking) {
+    std::lock_guard<std::recursive_mutex> hold(engine_lock_);
     std::unique_ptr<StartedRun> started(new StartedRun(*this));
     const size_t misses = cache_.misses();
     PlanRequest req = request;
@@ -120,7 +121,10 @@ std::unique_ptr<StartedRun> Context::begin(const PlanRequest &request, char *wor
 
 void Context::run(const PlanRequest &req, char *work, Reducer &reducer, const RunOptions &options) {
     std::unique_ptr<StartedRun> started = begin(req, work, reducer, options, nonblocking_call);
-    while (!started->progress()) engine_transport().progress();
+    while (!started->progress()) {
+        std::lock_guard<std::recursive_mutex> hold(engine_lock_); // the transport's state too
+        engine_transport().progress();
+    }
 }
 
 void Context::write_trace(const StartedRun &run) {
@@ -132,6 +136,11 @@ bool StartedRun::progress() {
     // One pass of the progress callback drives each engine once, not once per call in
     // flight on it: one drive advances them all.
     const uint64_t pass = progress_pass();
+    std::unique_lock<std::recursive_mutex> hold(ctx_.engine_lock_, std::defer_lock);
+    if (pass == 0)
+        hold.lock();
+    else if (!hold.try_lock())
+        return false; // the thread that holds it drives the engine
     if (!execution_->done() && (pass == 0 || ctx_.driven_pass_ != pass)) {
         ctx_.driven_pass_ = pass;
         execution_->progress();
@@ -142,6 +151,11 @@ bool StartedRun::progress() {
         trace_written_ = true;
     }
     return true;
+}
+
+StartedRun::~StartedRun() {
+    std::lock_guard<std::recursive_mutex> hold(ctx_.engine_lock_);
+    execution_.reset(); // leaves the engine's queues
 }
 
 int report_failure(const char *collective, const std::exception &e) {

@@ -11,6 +11,7 @@
 
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "coll_themis.h"
@@ -29,8 +30,10 @@ class Context;
 class StartedRun {
   public:
     // Progresses every collective in flight on the communicator; true once this one is
-    // complete (its stage timings then written to the trace, if any).
+    // complete (its stage timings then written to the trace, if any). In the progress
+    // callback it steps aside (false) while another thread uses the engine.
     bool progress();
+    ~StartedRun();
 
   private:
     friend class Context;
@@ -117,6 +120,12 @@ class Context {
     std::unique_ptr<Transport> node_transport_;   // single-copy node dimensions: wraps transport_
     HostMemory memory_;
     std::unique_ptr<Engine> engine_;
+    // Under MPI_THREAD_MULTIPLE one thread may start or run a collective on the
+    // communicator while another's progress loop drives the calls in flight on it (MPI
+    // orders a communicator's collectives, not the progress of other threads): every use of
+    // the engine and its transport, the plan cache, the load carried and the trace holds
+    // this lock.
+    std::recursive_mutex engine_lock_;
     PlanCache cache_;
     std::ofstream trace_; // open: every call's stage timings are appended
     long traced_calls_ = 0;
