@@ -7,7 +7,8 @@
  *                                [--ranks-per-gpu N]
  *   mpirun ... themis-cuda-check --threads   device-buffer nonblocking calls (run by themis,
  *                                  and handed down) waited for by another thread, which
- *                                  has no CUDA context
+ *                                  has no CUDA context; two threads on communicators of
+ *                                  their own running device-buffer calls at once
  *   mpirun ... themis-cuda-check --bench BYTES [--iters N]
  *                                  MPI_Allreduce (float, sum) bandwidth with device and
  *                                  with host buffers, interleaved in one run
@@ -46,6 +47,7 @@ static void (*fake_ipc_counters)(unsigned long long *);
 static unsigned long long (*fake_refused_frees)(void);
 
 static int rank, size, failures, checks;
+static int gpu_slot; /* this rank's device, for threads that make it current too */
 static const char *kinds = "device", *expect = "any";
 
 static void fail(const char *fmt, ...)
@@ -452,6 +454,75 @@ static void handed_down_waited_in_other_thread_case(void)
     free(h);
 }
 
+/* Two threads, each with the device current (as an application's threads make it) and a
+ * communicator of its own, run device-buffer MPI_Allreduce and MPI_Iallreduce calls at
+ * the same time: the CUDA glue's per-context state (the staging copier, event pools, the
+ * IPC cache, the kernels) serves both. Each counts its own wrong results. */
+struct comm_thread {
+    MPI_Comm comm;
+    size_t count;
+    int rounds, wrong, errors;
+};
+
+static void *comm_thread_main(void *p)
+{
+    struct comm_thread *a = p;
+    char why[256];
+    if (cuda_driver_use_device(gpu_slot, why, sizeof why) != 0) {
+        a->errors++;
+        return NULL;
+    }
+    int32_t *h = malloc(a->count * sizeof(int32_t));
+    struct buf s = alloc_buf(on_dev(0), a->count * sizeof(int32_t));
+    struct buf r = alloc_buf(on_dev(1), a->count * sizeof(int32_t));
+    for (int c = 0; c < a->rounds; ++c) {
+        for (size_t i = 0; i < a->count; ++i) h[i] = (int32_t) (input(0, rank, i) + c);
+        put(&s, h);
+        MPI_Request req;
+        /* Blocking first: the first call on a communicator sets it up for themis. */
+        int rc = c % 2 ? MPI_Iallreduce(s.p, r.p, (int) a->count, MPI_INT, MPI_SUM, a->comm, &req)
+                       : MPI_Allreduce(s.p, r.p, (int) a->count, MPI_INT, MPI_SUM, a->comm);
+        if (rc == MPI_SUCCESS && c % 2) rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS) {
+            a->errors++;
+            continue;
+        }
+        get(&r, h, "allreduce on a thread's own communicator");
+        for (size_t i = 0; i < a->count; ++i)
+            if (h[i] != nb_sum(i, c)) {
+                a->wrong++;
+                break;
+            }
+    }
+    free_buf(&s);
+    free_buf(&r);
+    free(h);
+    return NULL;
+}
+
+static void threads_on_own_comms_case(size_t count, int rounds)
+{
+    struct comm_thread t[2];
+    pthread_t ids[2];
+    for (int k = 0; k < 2; ++k) {
+        t[k] = (struct comm_thread){MPI_COMM_NULL, count, rounds, 0, 0};
+        MPI_Comm_dup(MPI_COMM_WORLD, &t[k].comm);
+        /* One blocking call here first sets the communicator up for themis. */
+        struct comm_thread once = {t[k].comm, count, 1, 0, 0};
+        comm_thread_main(&once);
+        t[k].wrong += once.wrong, t[k].errors += once.errors;
+    }
+    for (int k = 0; k < 2; ++k) pthread_create(&ids[k], NULL, comm_thread_main, &t[k]);
+    for (int k = 0; k < 2; ++k) {
+        pthread_join(ids[k], NULL);
+        if (t[k].wrong || t[k].errors)
+            fail("thread %d on its own communicator: %d wrong results, %d errors in %d rounds", k,
+                 t[k].wrong, t[k].errors, rounds);
+        checks += rounds;
+        MPI_Comm_free(&t[k].comm);
+    }
+}
+
 static void allreduce_case(enum kind k, int op, size_t count, int in_place)
 {
     char what[128];
@@ -793,6 +864,7 @@ int main(int argc, char **argv)
     const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
     int local = lr ? atoi(lr) : 0;
     if (ranks_per_gpu > 0) local /= ranks_per_gpu;
+    gpu_slot = local;
     char why[256];
     if (cuda_driver_use_device(local, why, sizeof why) != 0) {
         fprintf(stderr, "cuda_check: %s\n", why);
@@ -817,6 +889,7 @@ int main(int argc, char **argv)
         allreduce_case(K_INT32, 0, big, 0);
         waited_in_other_thread_case(big, 2);
         handed_down_waited_in_other_thread_case();
+        threads_on_own_comms_case(big, 16);
         if (fake_refused_frees && fake_refused_frees() != 0)
             fail("%llu frees on a thread without a CUDA context (memory a GPU would leak)",
                  fake_refused_frees());

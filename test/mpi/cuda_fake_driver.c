@@ -28,7 +28,8 @@
  *                  a freed one still open here) fails with CUDA_ERROR_ALREADY_MAPPED,
  *                  as it does there.
  *
- * Only what coll/themis and test/mpi/cuda_check.c call is here, single-threaded. */
+ * Only what coll/themis and test/mpi/cuda_check.c call is here. Threads may call it at
+ * once: every entry point holds one lock (and the current context is per thread). */
 #define _GNU_SOURCE
 #include <cuda.h>
 
@@ -36,12 +37,23 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <sys/mman.h>
 #include <sys/types.h>
 #include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
+
+/* One lock over the whole emulated driver, held for the length of each entry point. */
+static pthread_mutex_t fake_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+static void release_fake_lock(int *held)
+{
+    (void) held;
+    pthread_mutex_unlock(&fake_lock);
+}
+#define HOLD_FAKE_LOCK \
+    int fake_lock_held __attribute__((cleanup(release_fake_lock), unused)) = pthread_mutex_lock(&fake_lock)
 
 /* ------------------------------------------------------------------ state */
 
@@ -82,11 +94,13 @@ static size_t n_free_fds;
 
 EXPORT void themis_fake_cuda_counters(unsigned long long out[4])
 {
+    HOLD_FAKE_LOCK;
     memcpy(out, counters, sizeof counters);
 }
 
 EXPORT void themis_fake_cuda_ipc_counters(unsigned long long out[3])
 {
+    HOLD_FAKE_LOCK;
     memcpy(out, ipc_counters, sizeof ipc_counters);
 }
 
@@ -94,6 +108,7 @@ EXPORT void themis_fake_cuda_ipc_counters(unsigned long long out[3])
  * current context, and the memory stays allocated: a leak where the error is ignored. */
 EXPORT unsigned long long themis_fake_cuda_refused_frees(void)
 {
+    HOLD_FAKE_LOCK;
     return refused_frees;
 }
 
@@ -237,6 +252,7 @@ static CUresult enqueue(CUstream hs, struct op o)
 
 EXPORT CUresult cuInit(unsigned int flags)
 {
+    HOLD_FAKE_LOCK;
     (void) flags;
     initialized = 1;
     return CUDA_SUCCESS;
@@ -244,12 +260,14 @@ EXPORT CUresult cuInit(unsigned int flags)
 
 EXPORT CUresult cuGetErrorString(CUresult e, const char **s)
 {
+    HOLD_FAKE_LOCK;
     *s = e == CUDA_SUCCESS ? "no error" : e == CUDA_ERROR_NOT_READY ? "not ready" : "fake driver error";
     return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuDeviceGetCount(int *n)
 {
+    HOLD_FAKE_LOCK;
     if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
     *n = 1;
     return CUDA_SUCCESS;
@@ -257,6 +275,7 @@ EXPORT CUresult cuDeviceGetCount(int *n)
 
 EXPORT CUresult cuDeviceGet(CUdevice *d, int ordinal)
 {
+    HOLD_FAKE_LOCK;
     if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
     *d = 0;
     return CUDA_SUCCESS;
@@ -264,6 +283,7 @@ EXPORT CUresult cuDeviceGet(CUdevice *d, int ordinal)
 
 EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice d)
 {
+    HOLD_FAKE_LOCK;
     (void) d;
     *ctx = fake_ctx;
     return CUDA_SUCCESS;
@@ -271,18 +291,21 @@ EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice d)
 
 EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d)
 {
+    HOLD_FAKE_LOCK;
     (void) d;
     return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuCtxSetCurrent(CUcontext ctx)
 {
+    HOLD_FAKE_LOCK;
     current = ctx;
     return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuCtxGetCurrent(CUcontext *ctx)
 {
+    HOLD_FAKE_LOCK;
     if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
     *ctx = current;
     return CUDA_SUCCESS;
@@ -291,6 +314,7 @@ EXPORT CUresult cuCtxGetCurrent(CUcontext *ctx)
 EXPORT CUresult cuPointerGetAttributes(unsigned int n, CUpointer_attribute *attrs, void **data,
                                        CUdeviceptr ptr)
 {
+    HOLD_FAKE_LOCK;
     if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
     struct alloc *a = find((const void *) ptr);
     for (unsigned int i = 0; i < n; ++i) {
@@ -309,6 +333,7 @@ EXPORT CUresult cuPointerGetAttributes(unsigned int n, CUpointer_attribute *attr
 
 EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes)
 {
+    HOLD_FAKE_LOCK;
     if (!current) return CUDA_ERROR_INVALID_CONTEXT;
     const size_t page = (size_t) sysconf(_SC_PAGESIZE);
     const size_t size = (bytes + page - 1) / page * page;
@@ -331,6 +356,7 @@ EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes)
 
 EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
 {
+    HOLD_FAKE_LOCK;
     if (!current) {
         ++refused_frees;
         return CUDA_ERROR_INVALID_CONTEXT;
@@ -349,6 +375,7 @@ EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
 
 EXPORT CUresult cuMemHostAlloc(void **p, size_t bytes, unsigned int flags)
 {
+    HOLD_FAKE_LOCK;
     (void) flags;
     if (!current) return CUDA_ERROR_INVALID_CONTEXT;
     char *h = malloc(bytes ? bytes : 1);
@@ -361,6 +388,7 @@ EXPORT CUresult cuMemHostAlloc(void **p, size_t bytes, unsigned int flags)
 
 EXPORT CUresult cuMemFreeHost(void *p)
 {
+    HOLD_FAKE_LOCK;
     if (!current) {
         ++refused_frees;
         return CUDA_ERROR_INVALID_CONTEXT;
@@ -374,6 +402,7 @@ EXPORT CUresult cuMemFreeHost(void *p)
 
 EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t bytes)
 {
+    HOLD_FAKE_LOCK;
     counters[2]++;
     memmove(real((void *) dst), src, bytes);
     return CUDA_SUCCESS;
@@ -381,6 +410,7 @@ EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t bytes)
 
 EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes)
 {
+    HOLD_FAKE_LOCK;
     counters[2]++;
     memmove(dst, real((void *) src), bytes);
     return CUDA_SUCCESS;
@@ -388,6 +418,7 @@ EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes)
 
 EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s)
 {
+    HOLD_FAKE_LOCK;
     counters[1]++;
     struct op o = {0, (void *) dst, (const void *) src, bytes, NULL, 0};
     return enqueue(s, o);
@@ -395,6 +426,7 @@ EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CU
 
 EXPORT CUresult cuStreamCreate(CUstream *s, unsigned int flags)
 {
+    HOLD_FAKE_LOCK;
     (void) flags;
     if (!current) return CUDA_ERROR_INVALID_CONTEXT;
     *s = (CUstream) calloc(1, sizeof(struct stream));
@@ -403,6 +435,7 @@ EXPORT CUresult cuStreamCreate(CUstream *s, unsigned int flags)
 
 EXPORT CUresult cuStreamDestroy_v2(CUstream hs)
 {
+    HOLD_FAKE_LOCK;
     struct stream *s = (struct stream *) hs;
     run_all(s);
     free(s->ops);
@@ -412,11 +445,13 @@ EXPORT CUresult cuStreamDestroy_v2(CUstream hs)
 
 EXPORT CUresult cuStreamSynchronize(CUstream s)
 {
+    HOLD_FAKE_LOCK;
     return s ? run_all((struct stream *) s) : CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuEventCreate(CUevent *e, unsigned int flags)
 {
+    HOLD_FAKE_LOCK;
     (void) flags;
     *e = (CUevent) calloc(1, sizeof(struct event));
     return CUDA_SUCCESS;
@@ -424,6 +459,7 @@ EXPORT CUresult cuEventCreate(CUevent *e, unsigned int flags)
 
 EXPORT CUresult cuEventRecord(CUevent he, CUstream hs)
 {
+    HOLD_FAKE_LOCK;
     struct event *e = (struct event *) he;
     struct stream *s = (struct stream *) hs;
     e->stream = s;
@@ -433,6 +469,7 @@ EXPORT CUresult cuEventRecord(CUevent he, CUstream hs)
 
 EXPORT CUresult cuEventQuery(CUevent he)
 {
+    HOLD_FAKE_LOCK;
     struct event *e = (struct event *) he;
     if (!e->stream || done_of(e->stream) >= e->seq) return CUDA_SUCCESS;
     CUresult r = run_one(e->stream); /* some progress per poll, not all at once */
@@ -442,12 +479,14 @@ EXPORT CUresult cuEventQuery(CUevent he)
 
 EXPORT CUresult cuEventDestroy_v2(CUevent e)
 {
+    HOLD_FAKE_LOCK;
     free(e);
     return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuModuleLoadData(CUmodule *m, const void *image)
 {
+    HOLD_FAKE_LOCK;
     const char *no = getenv("FAKE_CUDA_NO_KERNELS");
     if (no && *no == '1') return CUDA_ERROR_NO_BINARY_FOR_GPU;
     uint32_t magic = 0;
@@ -461,12 +500,14 @@ EXPORT CUresult cuModuleLoadData(CUmodule *m, const void *image)
 
 EXPORT CUresult cuModuleUnload(CUmodule m)
 {
+    HOLD_FAKE_LOCK;
     (void) m;
     return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
 {
+    HOLD_FAKE_LOCK;
     (void) m;
     const char *prefix = "themis_reduce_";
     if (strncmp(name, prefix, strlen(prefix)) != 0) return CUDA_ERROR_NOT_FOUND;
@@ -487,6 +528,7 @@ EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, u
                                unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared,
                                CUstream s, void **params, void **extra)
 {
+    HOLD_FAKE_LOCK;
     (void) shared;
     if (!f || !params || extra || gx == 0 || gy != 1 || gz != 1 || bx == 0 || bx > 1024 || by != 1 || bz != 1)
         return CUDA_ERROR_INVALID_VALUE;
@@ -499,6 +541,7 @@ EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, u
 
 EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr p)
 {
+    HOLD_FAKE_LOCK;
     struct alloc *a = find((const void *) p);
     if (!a || a->pinned) return CUDA_ERROR_NOT_FOUND;
     if (base) *base = (CUdeviceptr) a->dev;
@@ -508,6 +551,7 @@ EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdevic
 
 EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle *h, CUdeviceptr p)
 {
+    HOLD_FAKE_LOCK;
     struct alloc *a = find((const void *) p);
     if (!a || a->pinned || a->opened) return CUDA_ERROR_INVALID_VALUE;
     struct fake_handle f = {FAKE_HANDLE_MAGIC, getpid(), a->fd, a->size, a->id};
@@ -519,6 +563,7 @@ EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle *h, CUdeviceptr p)
 
 EXPORT CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *p, CUipcMemHandle h, unsigned int flags)
 {
+    HOLD_FAKE_LOCK;
     (void) flags;
     if (!current) return CUDA_ERROR_INVALID_CONTEXT;
     struct fake_handle f;
@@ -546,6 +591,7 @@ EXPORT CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *p, CUipcMemHandle h, unsigned
 
 EXPORT CUresult cuIpcCloseMemHandle(CUdeviceptr p)
 {
+    HOLD_FAKE_LOCK;
     struct alloc *a = find((const void *) p);
     if (!a || !a->opened || a->dev != (char *) p) return CUDA_ERROR_INVALID_VALUE;
     munmap(a->dev, a->size);

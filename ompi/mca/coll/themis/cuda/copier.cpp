@@ -13,12 +13,14 @@ StreamCopier::~StreamCopier() {
 
 void StreamCopier::copy(Direction dir, void *dst, const void *src, size_t bytes) {
     if (!bytes) return;
+    std::lock_guard<std::recursive_mutex> hold(lock_);
     check(drv().cuMemcpyAsync(dptr(dst), dptr(src), bytes, stream_[dir]),
           "cuMemcpyAsync (staging)");
     dirty_[dir] = true;
 }
 
 AsyncCopier::Fence StreamCopier::fence(Direction dir) {
+    std::lock_guard<std::recursive_mutex> hold(lock_);
     if (!dirty_[dir]) return last_[dir];
     CUevent e = events_.take("cuEventCreate");
     check(drv().cuEventRecord(e, stream_[dir]), "cuEventRecord");
@@ -28,6 +30,7 @@ AsyncCopier::Fence StreamCopier::fence(Direction dir) {
 }
 
 bool StreamCopier::passed(Direction dir, Fence fence) {
+    std::lock_guard<std::recursive_mutex> hold(lock_);
     auto &q = pending_[dir];
     while (!q.empty()) {
         const CUresult r = drv().cuEventQuery(q.front().event);
@@ -41,6 +44,7 @@ bool StreamCopier::passed(Direction dir, Fence fence) {
 }
 
 void StreamCopier::wait_all() {
+    std::lock_guard<std::recursive_mutex> hold(lock_);
     for (int dir = 0; dir < 2; ++dir) {
         check(drv().cuStreamSynchronize(stream_[dir]), "cuStreamSynchronize (staging)");
         passed(static_cast<Direction>(dir), last_[dir]);

@@ -6,6 +6,7 @@
 #if THEMIS_HAVE_CUDA
 
 #include <deque>
+#include <mutex>
 
 #include <cuda.h>
 
@@ -16,7 +17,10 @@ namespace themis {
 namespace cuda {
 
 // Copies in each direction on a stream of their own (PCIe copies both ways at once);
-// fences are events, polled in order.
+// fences are events, polled in order. One per context, shared by every call staged there:
+// calls on several communicators may run at once in an MPI_THREAD_MULTIPLE program, so
+// every method holds a lock (a fence then also covers the other calls' earlier copies:
+// later, never wrong).
 class StreamCopier : public AsyncCopier {
   public:
     StreamCopier(CUstream to_staging, CUstream to_home) : stream_{to_staging, to_home} {}
@@ -30,6 +34,7 @@ class StreamCopier : public AsyncCopier {
     void wait_all() override;
 
   private:
+    std::recursive_mutex lock_; // wait_all() calls passed()
     struct Pending {
         Fence seq;
         CUevent event;

@@ -36,7 +36,7 @@ Device::~Device() {
 }
 
 CUfunction Device::kernel(int op, int type) {
-    if (!module_tried_) load_kernels();
+    std::call_once(kernels_loaded_, [this] { load_kernels(); });
     return module_ ? functions_[op][type] : nullptr;
 }
 
@@ -53,7 +53,6 @@ void Device::reduce(CUfunction kernel, void *dst, const void *src, size_t elemen
 }
 
 void Device::load_kernels() {
-    module_tried_ = true;
     const std::string why = find_kernels();
     if (module_) return;
     static bool shown = false; // once per process, not per context

@@ -8,6 +8,7 @@
 #if THEMIS_HAVE_CUDA
 
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include <cuda.h>
@@ -41,7 +42,7 @@ class Device {
     std::unique_ptr<StreamCopier> copier_;
     std::unique_ptr<DeviceMemory> memory_;
     CUmodule module_ = nullptr;
-    bool module_tried_ = false;
+    std::once_flag kernels_loaded_; // by the first call that needs them, in any thread
     CUfunction functions_[THEMIS_REDUCE_OPS][THEMIS_REDUCE_TYPES] = {};
 
     CUstream work() const { return streams_[2]; }

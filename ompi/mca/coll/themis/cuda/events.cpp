@@ -11,6 +11,7 @@ EventPool::~EventPool() {
 }
 
 CUevent EventPool::take(const char *what) {
+    std::lock_guard<std::mutex> hold(lock_);
     CUevent e = nullptr;
     if (spare_.empty()) {
         check(drv().cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), what);
@@ -19,6 +20,11 @@ CUevent EventPool::take(const char *what) {
     e = spare_.back();
     spare_.pop_back();
     return e;
+}
+
+void EventPool::put(CUevent e) {
+    std::lock_guard<std::mutex> hold(lock_);
+    spare_.push_back(e);
 }
 
 } // namespace cuda

@@ -6,6 +6,7 @@
 
 #if THEMIS_HAVE_CUDA
 
+#include <mutex>
 #include <vector>
 
 #include <cuda.h>
@@ -23,9 +24,10 @@ class EventPool {
     // An event to record (a spare one, else a new one without timing).
     CUevent take(const char *what);
     // Gives back an event taken here, once it has passed (or will not be waited for).
-    void put(CUevent e) { spare_.push_back(e); }
+    void put(CUevent e);
 
   private:
+    std::mutex lock_; // threads of an MPI_THREAD_MULTIPLE program share a context's pools
     std::vector<CUevent> spare_;
 };
 

@@ -20,6 +20,7 @@ IpcCache *cache = nullptr;
 } // namespace
 
 Export IpcCache::exported(const void *p, uint64_t &offset) {
+    std::lock_guard<std::mutex> hold(lock_);
     const Driver &d = drv();
     CUdeviceptr base = 0;
     size_t size = 0;
@@ -41,6 +42,7 @@ Export IpcCache::exported(const void *p, uint64_t &offset) {
 }
 
 Mapping *IpcCache::open(int pid, const Export &e) {
+    std::lock_guard<std::mutex> hold(lock_);
     const PeerKey key{pid, e.base, e.id};
     if (Mapping *m = reuse(key)) return m;
     close_unused(pid, e.base);
@@ -93,11 +95,13 @@ void IpcCache::close_unused(int pid, uint64_t base) {
 }
 
 void IpcCache::release(Mapping *m) {
+    std::lock_guard<std::mutex> hold(lock_);
     --m->users;
     trim(limit());
 }
 
 void IpcCache::clear() {
+    std::lock_guard<std::mutex> hold(lock_);
     for (Mapping &m : lru_) close(m);
     lru_.clear();
     exports_.clear();
@@ -115,6 +119,8 @@ void IpcCache::trim(size_t n) {
 }
 
 IpcCache &ipc_cache() {
+    static std::mutex creating; // the first use may come from two threads at once
+    std::lock_guard<std::mutex> hold(creating);
     if (!cache) cache = new IpcCache;
     return *cache;
 }

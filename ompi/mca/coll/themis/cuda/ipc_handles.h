@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <list>
 #include <map>
+#include <mutex>
 #include <tuple>
 
 #include <cuda.h>
@@ -47,6 +48,7 @@ class IpcCache {
     void clear();
 
   private:
+    std::mutex lock_;        // the process's one cache serves every communicator, in any thread
     std::list<Mapping> lru_; // most recently used first
     std::map<uint64_t, Export> exports_;
 
