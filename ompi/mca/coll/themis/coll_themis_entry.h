@@ -134,8 +134,8 @@ int run_or_delegate(mca_coll_base_module_t *module, ompi_communicator_t *comm, i
     return OMPI_SUCCESS;
 }
 
-// A call that failed before it was started (its error said): its request completes at the
-// next progress, with that error.
+// A call that failed before it was started (its error said, or `why` says it): its
+// request completes at the next progress, with that error.
 class FinishedCall : public PendingCall {
   public:
     explicit FinishedCall(int rc, std::string why = "the collective failed (said above)")
@@ -168,11 +168,12 @@ int start_or_delegate(mca_coll_base_module_t *module, ompi_communicator_t *comm,
     return run_or_delegate(
         module, comm, collective, name, unsupported,
         [&](Context &ctx) {
-            std::unique_ptr<PendingCall> call =
-                nonblocking_fails_for_test()
-                    ? std::make_unique<FinishedCall>(OMPI_ERROR,
-                                                     "THEMIS_TEST_FAIL_NONBLOCKING is set")
-                    : std::unique_ptr<PendingCall>(new EngineCall(comm, ctx, prepare(ctx)));
+            std::unique_ptr<PendingCall> call;
+            if (nonblocking_fails_for_test())
+                call = std::make_unique<FinishedCall>(OMPI_ERROR,
+                                                      "THEMIS_TEST_FAIL_NONBLOCKING is set");
+            else
+                call = std::make_unique<EngineCall>(comm, ctx, prepare(ctx));
             int rc = start_request(std::move(call), comm, request);
             if (rc != OMPI_SUCCESS) throw std::runtime_error("starting the request failed");
         },
