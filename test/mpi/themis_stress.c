@@ -5,9 +5,11 @@
  * the four, blocking and nonblocking),
  * on which communicator of a pool that is created and freed as the run goes (dups, dups
  * with themis_policy/themis_transport info keys, splits of several shapes, a subgroup),
- * the datatype and op (every other sum a user-defined one), the count (0 to --max-bytes, odd counts included), in place or
- * not, reduce_scatter's counts. Inputs are a hash of (call, rank, element), so each rank
- * computes the expected result itself from every rank's inputs (integers and
+ * the datatype and op (every other sum a user-defined one), the count (0 to --max-bytes,
+ * odd counts included), in place or not, reduce_scatter's counts, and the layout (derived
+ * datatypes: contiguous pairs on either side, a strided send; layout_t). Inputs are a hash
+ * of (call, rank, element), so each rank computes the expected result itself from every
+ * rank's inputs (integers and
  * integer-valued floats whose sums are exact: every comparison is exact), and checks the
  * 64 bytes after its receive buffer.
  *
@@ -143,9 +145,20 @@ static const type_t types[] = {
 };
 enum { NTYPES = sizeof types / sizeof *types };
 
-/* MPI_SUM over the drawn types, as a user op. */
+/* MPI_SUM over the drawn types, as a user op; also over contiguous derived types of
+ * them (the "pairs" layout), taken apart into their base type. */
 static void user_sum(void *in, void *inout, int *len, MPI_Datatype *type)
 {
+    int ints, addrs, types_n, combiner;
+    MPI_Type_get_envelope(*type, &ints, &addrs, &types_n, &combiner);
+    if (combiner == MPI_COMBINER_CONTIGUOUS) {
+        int per;
+        MPI_Datatype base;
+        MPI_Type_get_contents(*type, 1, 0, 1, &per, NULL, &base);
+        int base_len = *len * per;
+        user_sum(in, inout, &base_len, &base);
+        return;
+    }
 #define USER_SUM(T)                                                                      \
     for (int i = 0; i < *len; ++i) ((T *) inout)[i] += ((const T *) in)[i];              \
     return
@@ -225,6 +238,11 @@ typedef struct {
     long count;        /* allreduce: elements; allgather: per rank */
     long counts[64];   /* reduce_scatter: per rank (the first `size` used) */
     bool in_place;
+    int layout;        /* layout_t: how the elements are described to MPI */
+    /* The datatypes given to MPI (reductions: the receive one on both sides), how many
+     * elements of `type` one of theirs holds, and the send buffer's stride in elements. */
+    MPI_Datatype send_type, recv_type;
+    long send_per, recv_per, send_stride;
 } call_t;
 
 typedef struct {
@@ -261,31 +279,31 @@ static long my_block_offset(const call_t *c) { return c->count * c->rank; }
 static int run_allreduce(const call_t *c, void *s, void *r, MPI_Request *q)
 {
     void *send = c->in_place ? MPI_IN_PLACE : s, *recv = c->in_place ? s : r;
-    const int n = (int) c->count;
-    return q ? MPI_Iallreduce(send, recv, n, c->type->type(), mpi_op(c->op), c->comm, q)
-             : MPI_Allreduce(send, recv, n, c->type->type(), mpi_op(c->op), c->comm);
+    const int n = (int) (c->count / c->recv_per);
+    return q ? MPI_Iallreduce(send, recv, n, c->recv_type, mpi_op(c->op), c->comm, q)
+             : MPI_Allreduce(send, recv, n, c->recv_type, mpi_op(c->op), c->comm);
 }
 static int run_reduce_scatter(const call_t *c, void *s, void *r, MPI_Request *q)
 {
     int counts[64];
-    for (int i = 0; i < c->size; ++i) counts[i] = (int) c->counts[i];
+    for (int i = 0; i < c->size; ++i) counts[i] = (int) (c->counts[i] / c->recv_per);
     void *send = c->in_place ? MPI_IN_PLACE : s, *recv = c->in_place ? s : r;
-    return q ? MPI_Ireduce_scatter(send, recv, counts, c->type->type(), mpi_op(c->op), c->comm, q)
-             : MPI_Reduce_scatter(send, recv, counts, c->type->type(), mpi_op(c->op), c->comm);
+    return q ? MPI_Ireduce_scatter(send, recv, counts, c->recv_type, mpi_op(c->op), c->comm, q)
+             : MPI_Reduce_scatter(send, recv, counts, c->recv_type, mpi_op(c->op), c->comm);
 }
 static int run_reduce_scatter_block(const call_t *c, void *s, void *r, MPI_Request *q)
 {
     void *send = c->in_place ? MPI_IN_PLACE : s, *recv = c->in_place ? s : r;
-    const int n = (int) c->count;
-    return q ? MPI_Ireduce_scatter_block(send, recv, n, c->type->type(), mpi_op(c->op), c->comm, q)
-             : MPI_Reduce_scatter_block(send, recv, n, c->type->type(), mpi_op(c->op), c->comm);
+    const int n = (int) (c->count / c->recv_per);
+    return q ? MPI_Ireduce_scatter_block(send, recv, n, c->recv_type, mpi_op(c->op), c->comm, q)
+             : MPI_Reduce_scatter_block(send, recv, n, c->recv_type, mpi_op(c->op), c->comm);
 }
 static int run_allgather(const call_t *c, void *s, void *r, MPI_Request *q)
 {
     void *send = c->in_place ? MPI_IN_PLACE : s;
-    const int n = (int) c->count;
-    return q ? MPI_Iallgather(send, n, c->type->type(), r, n, c->type->type(), c->comm, q)
-             : MPI_Allgather(send, n, c->type->type(), r, n, c->type->type(), c->comm);
+    const int sn = (int) (c->count / c->send_per), rn = (int) (c->count / c->recv_per);
+    return q ? MPI_Iallgather(send, sn, c->send_type, r, rn, c->recv_type, c->comm, q)
+             : MPI_Allgather(send, sn, c->send_type, r, rn, c->recv_type, c->comm);
 }
 
 /* The call kinds drawn from. In place, a reduction's input and result are in the send
@@ -313,6 +331,76 @@ static long expected(const kind_t *k, const call_t *c, long i)
     long v = input(c->id, 0, i, c->type);
     for (int r = 1; r < c->size; ++r) v = apply(c->op, v, input(c->id, r, i, c->type));
     return v;
+}
+
+/* How a call's elements are described to MPI: as the drawn type, or through derived
+ * datatypes made for the call and freed as soon as it has started (MPI keeps what a
+ * nonblocking call needs). themis leaves reductions on derived types to the module below
+ * (Open MPI 4.1 takes only user ops on them) and runs an allgather whose receive type is
+ * contiguous, converting the send side's layout. */
+typedef enum {
+    LAYOUT_PLAIN,
+    LAYOUT_PAIRS,        /* reductions with the user sum: contiguous(2, type) both sides */
+    LAYOUT_SEND_PAIRS,   /* allgather: sent as contiguous(2, type), received as type */
+    LAYOUT_RECV_PAIRS,   /* allgather: sent as type, received as contiguous(2, type) */
+    LAYOUT_SEND_STRIDED, /* allgather: sent as one vector(count, 1, 2, type) */
+} layout_t;
+static const char *const layout_names[] = {"", " as pairs", " sent as pairs",
+                                           " received as pairs", " sent strided"};
+
+/* The layout of a drawn call, from bits of its id (so the sequence a seed gives is the
+ * one it gave before layouts were drawn); pairs need even counts, made so here. */
+static void choose_layout(call_t *c, const kind_t *k)
+{
+    static const layout_t allgather_layouts[] = {LAYOUT_PLAIN, LAYOUT_SEND_PAIRS,
+                                                 LAYOUT_RECV_PAIRS, LAYOUT_SEND_STRIDED};
+    const unsigned bits = (unsigned) ((c->id >> 1) % 4);
+    if (k->reduces)
+        c->layout = c->op == OP_USER_SUM && bits < 2 ? LAYOUT_PAIRS : LAYOUT_PLAIN;
+    else
+        c->layout = c->in_place || c->count == 0 ? LAYOUT_PLAIN : allgather_layouts[bits];
+    if (c->layout == LAYOUT_PLAIN || c->layout == LAYOUT_SEND_STRIDED) return;
+    c->count &= ~1L;
+    for (int r = 0; r < 64; ++r) c->counts[r] &= ~1L;
+}
+
+static MPI_Datatype committed(MPI_Datatype t)
+{
+    MPI_Type_commit(&t);
+    return t;
+}
+
+/* Makes the call's datatypes for its layout. */
+static void make_types(call_t *c)
+{
+    const MPI_Datatype base = c->type->type();
+    MPI_Datatype pair = MPI_DATATYPE_NULL;
+    if (c->layout == LAYOUT_PAIRS || c->layout == LAYOUT_SEND_PAIRS ||
+        c->layout == LAYOUT_RECV_PAIRS) {
+        MPI_Type_contiguous(2, base, &pair);
+        pair = committed(pair);
+    }
+    const bool pair_sent = c->layout == LAYOUT_PAIRS || c->layout == LAYOUT_SEND_PAIRS;
+    const bool pair_received = c->layout == LAYOUT_PAIRS || c->layout == LAYOUT_RECV_PAIRS;
+    c->send_type = pair_sent ? pair : base;
+    c->recv_type = pair_received ? pair : base;
+    c->send_per = pair_sent ? 2 : 1;
+    c->recv_per = pair_received ? 2 : 1;
+    c->send_stride = 1;
+    if (c->layout == LAYOUT_SEND_STRIDED) {
+        MPI_Datatype vector;
+        MPI_Type_vector((int) c->count, 1, 2, base, &vector);
+        c->send_type = committed(vector);
+        c->send_per = c->count;
+        c->send_stride = 2;
+    }
+}
+
+static void free_types(call_t *c)
+{
+    const MPI_Datatype base = c->type->type();
+    if (c->recv_type != base && c->recv_type != c->send_type) MPI_Type_free(&c->recv_type);
+    if (c->send_type != base) MPI_Type_free(&c->send_type);
 }
 
 /* A count whose bytes follow a mix of tiny, small, medium and large messages. */
@@ -372,22 +460,26 @@ static void one_call(rng_t *g, MPI_Comm comm, long n, tally_t *t)
     c.count = draw_count(g, c.type->size, opt.max_bytes / parts);
     for (int r = 0; r < world_size && r < 64; ++r)
         c.counts[r] = draw_below(g, 4) == 0 ? 0 : draw_count(g, c.type->size, opt.max_bytes / parts);
+    choose_layout(&c, k);
     if (comm == MPI_COMM_NULL) return;
     MPI_Comm_rank(comm, &c.rank);
     MPI_Comm_size(comm, &c.size);
+    make_types(&c);
 
     const long send_n = k->send_elems(&c), out_n = k->recv_elems(&c), off = k->my_offset(&c);
-    char *send = malloc((size_t) (send_n > out_n ? send_n : out_n) * c.type->size + GUARD);
+    const long send_slots = send_n * c.send_stride;
+    char *send = malloc((size_t) (send_slots > out_n ? send_slots : out_n) * c.type->size + GUARD);
     char *recv = malloc((size_t) out_n * c.type->size + GUARD);
     const long mine = k->reduces ? 0 : c.count * c.rank;
     for (long i = 0; i < send_n; ++i)
-        store(c.type, c.in_place && !k->reduces ? recv : send, i + (c.in_place ? mine : 0),
-              input(c.id, c.rank, i, c.type));
+        store(c.type, c.in_place && !k->reduces ? recv : send,
+              c.in_place ? i + mine : i * c.send_stride, input(c.id, c.rank, i, c.type));
     memset(recv + out_n * c.type->size, 0xa5, GUARD);
     void *result = c.in_place && k->reduces ? send : recv;
 
     MPI_Request request = MPI_REQUEST_NULL;
     int rc = k->run(&c, send, recv, k->nonblocking ? &request : NULL);
+    free_types(&c);
     if (rc == MPI_SUCCESS && k->nonblocking && opt.threads > 0) {
         rc = allreduce_between(c.comm, c.rank, c.size);
         if (rc != MPI_SUCCESS) report(t, "call %ld: the allreduce in between failed", n);
@@ -399,8 +491,9 @@ static void one_call(rng_t *g, MPI_Comm comm, long n, tally_t *t)
     bool guard_ok = true;
     for (int i = 0; i < GUARD; ++i) guard_ok &= (unsigned char) recv[out_n * c.type->size + i] == 0xa5;
     if (rc != MPI_SUCCESS || bad >= 0 || !guard_ok)
-        report(t, "call %ld: %s %s %s count %ld%s on %d ranks: %s%ld", n, k->name, c.type->name,
-               op_names[c.op], c.count, c.in_place ? " in place" : "", c.size,
+        report(t, "call %ld: %s %s %s count %ld%s%s on %d ranks: %s%ld", n, k->name,
+               c.type->name, op_names[c.op], c.count, c.in_place ? " in place" : "",
+               layout_names[c.layout], c.size,
                rc != MPI_SUCCESS ? "error " : !guard_ok ? "wrote past the receive buffer " :
                                                          "wrong element ",
                rc != MPI_SUCCESS ? (long) rc : guard_ok ? bad : 0L);
