@@ -8,11 +8,12 @@
 #   cuda_run.sh fake      the MPI test matrix on device buffers against an emulated CUDA
 #                         driver (test/mpi/cuda_fake_driver.c): checks the glue's logic
 #                         (detection, routing, staging, kernel selection) and
-#                         themis-bench --mem device, NOT a GPU
+#                         themis-bench and themis-stress --mem device, NOT a GPU
 #   cuda_run.sh gpu       the MPI test matrix on a real GPU: several ranks per GPU,
 #                         transports pml and ucx, coll_themis_cuda auto and staged,
 #                         a staging budget small enough to evict; themis-bench --mem
-#                         device (validated) with each transport
+#                         device (validated) with each transport; themis-stress --mem
+#                         device and mixed
 #   cuda_run.sh bench [BYTES...]
 #                         All-Reduce bandwidth, device vs host buffers in one run (GPU)
 #
@@ -27,6 +28,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/mpi_env.sh"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 PROG=$BUILDDIR/test/mpi/themis-cuda-check
 BENCH=$BUILDDIR/bench/themis-bench
+STRESS=$BUILDDIR/test/mpi/themis-stress
 KDIR=$BUILDDIR/ompi/mca/coll/themis/cuda
 
 skip() { echo "cuda_run: SKIPPED: $*"; exit 77; }
@@ -34,9 +36,9 @@ die() { echo "cuda_run: FAILED: $*" >&2; exit 1; }
 
 
 # run NAME NP [--env VAR=VALUE]... [--mca NAME VALUE]... [--colls LIST] [--verbose V]
-#     [--expect REGEX]... [--bench COMM] -- PROGRAM ARGS
+#     [--expect REGEX]... [--bench COMM | --stress] -- PROGRAM ARGS
 # Runs themis-cuda-check (--bench COMM: themis-bench, whose themis runs on communicator
-# COMM) under mpirun with coll/themis from the build tree (verbose 2 unless given), and
+# COMM; --stress: themis-stress) under mpirun with coll/themis from the build tree (verbose 2 unless given), and
 # checks the program's verdict, that themis itself ran the collectives (default: all
 # four and the nonblocking forms the program starts) on MPI_COMM_WORLD or COMM (its
 # stats lines), and that the output matches every REGEX.
@@ -48,6 +50,7 @@ run() {
   while [ "$1" != "--" ]; do
     case $1 in
       --bench) prog=$BENCH comm=$2 verdict='^# validation: passed \(0 wrong elements\)'; shift 2 ;;
+      --stress) prog=$STRESS verdict='^themis_stress: [1-9][0-9]* passed, 0 failed'; shift ;;
       --env) env+=(-x "$2"); shift 2 ;;
       --mca) mca+=(--mca "$2" "$3"); shift 3 ;;
       --colls) colls=$2; shift 2 ;;
@@ -65,7 +68,7 @@ run() {
     --mca coll_themis_verbose "$verbose" --mca coll_themis_min_bytes 65536 "${mca[@]}" "${env[@]}" \
     "$prog" "$@" >"$log" 2>&1
   local rc=$?
-  grep -E '^cuda_(check|bench)' "$log"
+  grep -E '^(cuda_(check|bench)|themis_stress: [0-9]+ passed)' "$log"
   if [ $rc -ne 0 ]; then tail -n 40 "$log"; die "$name: exit status $rc (log $log)"; fi
   grep -Eq "$verdict" "$log" || die "$name: no verdict (log $log)"
   local coll
@@ -177,6 +180,20 @@ fake)
       -- --nonblocking buckets --buckets 8 -m 1M:1M -i 2 -x 1 -c --mem device \
       --collective allreduce,reduce_scatter_block,allgather --impl themis
   done
+  # The randomized stress on device buffers: every call's buffers device copies (device-
+  # direct), or each on the device or not per call and rank (staged), also from three
+  # threads at once; every result read back and checked. Resident memory: the emulated
+  # device memory is host memory, and what holds it across calls (themis's device and
+  # pinned buffers, the IPC mappings of the peers' allocations) fills over thousands of
+  # calls (seed 41: 19 MiB of growth after the warm-up of 1000 calls, 1 MiB of 8000).
+  SC="allreduce reduce_scatter allgather iallreduce iallgather"
+  S=(--max-bytes 2097152 --rss-margin-mib 48)
+  run fake_stress_device 4 "${L[@]}" --mca coll_themis_dims 2x2 --stress --colls "$SC" \
+    --expect "device-direct" -- --seed 41 --calls 1000 "${S[@]}" --mem device
+  run fake_stress_mixed 4 "${L[@]}" "${NOIPC[@]}" --mca coll_themis_dims 2x2 --stress --colls "$SC" \
+    -- --seed 42 --calls 1000 "${S[@]}" --mem mixed
+  run fake_stress_threads 4 "${L[@]}" --mca coll_themis_dims 2x2 --stress --colls "" \
+    -- --seed 43 --threads 3 --calls 300 "${S[@]}" --mem mixed
   echo "cuda_run: fake: all passed (emulated driver: no GPU was used)"
   ;;
 gpu)
@@ -212,6 +229,17 @@ gpu)
     --mca coll_themis_chunks 32 --mca coll_themis_min_chunk_bytes 4096 --mca coll_themis_max_active 1 \
     --mca coll_themis_dims 2x2 --verbose 5 --expect "staged through host memory: .* [1-9][0-9]* evictions" \
     -- --kinds device
+  # The randomized stress on device buffers (as in the fake runs): device-direct with UCX
+  # and the PML, memory kinds drawn per call, three threads at once.
+  SC="allreduce reduce_scatter allgather iallreduce iallgather"
+  for t in pml ucx; do
+    run gpu_stress_device_$t 4 --mca coll_themis_transport $t --mca coll_themis_dims 2x2 --stress \
+      --colls "$SC" -- --seed 51 --calls 2000 --max-bytes 4194304 --mem device
+  done
+  run gpu_stress_mixed 4 --mca coll_themis_dims 2x2 --stress --colls "$SC" \
+    -- --seed 52 --calls 2000 --max-bytes 4194304 --mem mixed
+  run gpu_stress_threads 4 --mca coll_themis_dims 2x2 --stress --colls "" \
+    -- --seed 53 --threads 3 --calls 500 --max-bytes 2097152 --mem mixed
   echo "cuda_run: gpu: all passed"
   ;;
 bench)

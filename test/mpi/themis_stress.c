@@ -16,7 +16,13 @@
  * Resources: resident memory after a warm-up and at the end of the calls, and again
  * around --comm-cycles create/use/free cycles, may grow by at most --rss-margin-mib
  * (largest rank); file descriptors open after MPI_Finalize must all have been open just
- * after MPI_Init (themis's UCX worker and sockets released).
+ * after MPI_Init (themis's UCX worker and sockets released; the CUDA driver's own aside).
+ *
+ * Memory (--mem): host; device (every buffer of a call on a communicator of two or more
+ * ranks is a device copy of the host image the test fills and checks, guard included);
+ * mixed (send and receive buffer each on the device or not, drawn per call and rank).
+ * Device memory is allocated through the CUDA driver as themis-cuda-check does (a GPU, or
+ * the emulated driver of test/mpi/cuda_fake_driver.c); builds without CUDA skip (77).
  *
  * Modes: --threads T (MPI_THREAD_MULTIPLE: T threads, each on its own communicator, run
  * their own sequences at once, a blocking allreduce in the middle of each nonblocking call,
@@ -44,7 +50,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#if THEMIS_HAVE_CUDA
+#include "cuda_driver.h"
+#endif
+
 /* ====================================================================== options */
+
+enum { MEM_HOST, MEM_DEVICE, MEM_MIXED };
 
 static struct {
     uint64_t seed;
@@ -55,7 +67,8 @@ static struct {
     int threads;
     int die_rank;
     double rss_margin_mib;
-} opt = {0, 1000, 60, 32L << 20, 0, 0, -1, 16};
+    int mem;
+} opt = {0, 1000, 60, 32L << 20, 0, 0, -1, 16, MEM_HOST};
 
 static int world_rank, world_size;
 
@@ -64,7 +77,7 @@ static void usage(void)
     if (world_rank == 0)
         fprintf(stderr, "usage: themis-stress [--seed S] [--calls N] [--seconds T] "
                         "[--max-bytes B] [--comm-cycles C] [--threads T] [--die-rank R] "
-                        "[--rss-margin-mib M]\n");
+                        "[--rss-margin-mib M] [--mem host|device|mixed]\n");
 }
 
 static bool parse_options(int argc, char **argv)
@@ -72,7 +85,7 @@ static bool parse_options(int argc, char **argv)
     static const struct option longopts[] = {
         {"seed", 1, 0, 's'},        {"calls", 1, 0, 'n'},       {"seconds", 1, 0, 't'},
         {"max-bytes", 1, 0, 'b'},   {"comm-cycles", 1, 0, 'c'}, {"threads", 1, 0, 'T'},
-        {"die-rank", 1, 0, 'd'},    {"rss-margin-mib", 1, 0, 'm'},
+        {"die-rank", 1, 0, 'd'},    {"rss-margin-mib", 1, 0, 'm'}, {"mem", 1, 0, 'M'},
         /* given by run_mpi_check.sh to every program it runs; not needed here */
         {"chunks", 1, 0, 'i'},      {"min-bytes", 1, 0, 'i'},   {0, 0, 0, 0}};
     for (int c; (c = getopt_long(argc, argv, "", longopts, NULL)) != -1;) {
@@ -85,6 +98,12 @@ static bool parse_options(int argc, char **argv)
         case 'T': opt.threads = atoi(optarg); break;
         case 'd': opt.die_rank = atoi(optarg); break;
         case 'm': opt.rss_margin_mib = atof(optarg); break;
+        case 'M':
+            if (!strcmp(optarg, "host")) opt.mem = MEM_HOST;
+            else if (!strcmp(optarg, "device")) opt.mem = MEM_DEVICE;
+            else if (!strcmp(optarg, "mixed")) opt.mem = MEM_MIXED;
+            else return false;
+            break;
         case 'i': break;
         default: return false;
         }
@@ -433,6 +452,80 @@ static void report(tally_t *t, const char *fmt, ...)
     fflush(stdout);
 }
 
+/* ====================================================================== memory kinds */
+
+/* A call's buffer: the host image the test fills and checks, and what MPI is given (the
+ * image, or a device copy of it: --mem device/mixed). */
+typedef struct {
+    char *image;
+    size_t bytes; /* guard included */
+    char *given;
+} buffer_t;
+
+/* Whether buffer `which` (0: send, 1: receive) of the call goes to the device. Never on a
+ * communicator of one rank: themis does not take those, and the module that does (Open
+ * MPI built without CUDA support) cannot read device memory. */
+static bool on_device(const call_t *c, int which)
+{
+    if (opt.mem == MEM_HOST || c->size < 2) return false;
+    return opt.mem == MEM_DEVICE || (mix64(c->id ^ ((uint64_t) world_rank << 8) ^ (uint64_t) which) & 1);
+}
+
+#if THEMIS_HAVE_CUDA
+static void check_cu(CUresult r, const char *what)
+{
+    if (r == CUDA_SUCCESS) return;
+    fprintf(stderr, "themis_stress: rank %d: %s: %s\n", world_rank, what, cuda_driver_error(r));
+    MPI_Abort(MPI_COMM_WORLD, 3);
+}
+#endif
+
+/* Gives MPI the image itself, or a device copy of it. */
+static void give(buffer_t *b, bool device)
+{
+    b->given = b->image;
+#if THEMIS_HAVE_CUDA
+    if (!device) return;
+    CUdeviceptr d;
+    check_cu(cu.MemAlloc(&d, b->bytes), "cuMemAlloc");
+    check_cu(cu.HtoD(d, b->image, b->bytes), "cuMemcpyHtoD");
+    b->given = (char *) (uintptr_t) d;
+#else
+    (void) device; /* --mem host only: main() stops before any call otherwise */
+#endif
+}
+
+/* The device copy's bytes back into the image, the copy freed. */
+static void take_back(buffer_t *b)
+{
+#if THEMIS_HAVE_CUDA
+    if (b->given == b->image) return;
+    check_cu(cu.DtoH(b->image, (CUdeviceptr) (uintptr_t) b->given, b->bytes), "cuMemcpyDtoH");
+    check_cu(cu.MemFree((CUdeviceptr) (uintptr_t) b->given), "cuMemFree");
+    b->given = b->image;
+#else
+    (void) b;
+#endif
+}
+
+/* --mem device/mixed: this rank's device current in the calling thread (several ranks
+ * may share one GPU), the driver loaded first by the main thread. 0, or 77 with the
+ * reason printed (no CUDA, no device). */
+static int use_device(void)
+{
+#if THEMIS_HAVE_CUDA
+    char why[256];
+    const char *local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    if ((cu.lib || cuda_driver_load(why, sizeof why) == 0) &&
+        cuda_driver_use_device(local ? atoi(local) : 0, why, sizeof why) == 0)
+        return 0;
+    printf("themis_stress: rank %d: skipped: %s\n", world_rank, why);
+#else
+    printf("themis_stress: skipped: --mem device/mixed needs a build with CUDA\n");
+#endif
+    return 77;
+}
+
 /* In --threads mode, while a nonblocking call is in flight: a blocking MPI_Allreduce of
  * 64 KiB on the same communicator (themis runs it on the engine the nonblocking call is
  * on, while other threads' progress loops may drive that call), checked. */
@@ -468,8 +561,9 @@ static void one_call(rng_t *g, MPI_Comm comm, long n, tally_t *t)
 
     const long send_n = k->send_elems(&c), out_n = k->recv_elems(&c), off = k->my_offset(&c);
     const long send_slots = send_n * c.send_stride;
-    char *send = malloc((size_t) (send_slots > out_n ? send_slots : out_n) * c.type->size + GUARD);
-    char *recv = malloc((size_t) out_n * c.type->size + GUARD);
+    const size_t send_bytes = (size_t) (send_slots > out_n ? send_slots : out_n) * c.type->size + GUARD;
+    const size_t recv_bytes = (size_t) out_n * c.type->size + GUARD;
+    char *send = malloc(send_bytes), *recv = malloc(recv_bytes);
     const long mine = k->reduces ? 0 : c.count * c.rank;
     for (long i = 0; i < send_n; ++i)
         store(c.type, c.in_place && !k->reduces ? recv : send,
@@ -477,23 +571,31 @@ static void one_call(rng_t *g, MPI_Comm comm, long n, tally_t *t)
     memset(recv + out_n * c.type->size, 0xa5, GUARD);
     void *result = c.in_place && k->reduces ? send : recv;
 
+    buffer_t sb = {send, send_bytes, NULL}, rb = {recv, recv_bytes, NULL};
+    give(&sb, on_device(&c, 0));
+    give(&rb, on_device(&c, 1));
+
     MPI_Request request = MPI_REQUEST_NULL;
-    int rc = k->run(&c, send, recv, k->nonblocking ? &request : NULL);
+    int rc = k->run(&c, sb.given, rb.given, k->nonblocking ? &request : NULL);
     free_types(&c);
     if (rc == MPI_SUCCESS && k->nonblocking && opt.threads > 0) {
         rc = allreduce_between(c.comm, c.rank, c.size);
         if (rc != MPI_SUCCESS) report(t, "call %ld: the allreduce in between failed", n);
     }
     if (rc == MPI_SUCCESS && k->nonblocking) rc = MPI_Wait(&request, MPI_STATUS_IGNORE);
+    const char *kinds = sb.given != send ? (rb.given != recv ? " [device/device]" : " [device/host]")
+                                         : (rb.given != recv ? " [host/device]" : "");
+    take_back(&sb);
+    take_back(&rb);
     long bad = -1;
     for (long i = 0; rc == MPI_SUCCESS && bad < 0 && i < out_n; ++i)
         if (load(c.type, result, i) != expected(k, &c, off + i)) bad = i;
     bool guard_ok = true;
     for (int i = 0; i < GUARD; ++i) guard_ok &= (unsigned char) recv[out_n * c.type->size + i] == 0xa5;
     if (rc != MPI_SUCCESS || bad >= 0 || !guard_ok)
-        report(t, "call %ld: %s %s %s count %ld%s%s on %d ranks: %s%ld", n, k->name,
+        report(t, "call %ld: %s %s %s count %ld%s%s%s on %d ranks: %s%ld", n, k->name,
                c.type->name, op_names[c.op], c.count, c.in_place ? " in place" : "",
-               layout_names[c.layout], c.size,
+               layout_names[c.layout], kinds, c.size,
                rc != MPI_SUCCESS ? "error " : !guard_ok ? "wrote past the receive buffer " :
                                                          "wrong element ",
                rc != MPI_SUCCESS ? (long) rc : guard_ok ? bad : 0L);
@@ -625,8 +727,15 @@ static void list_fds(fds_t *f)
     if (d) closedir(d);
 }
 
+/* Whether a descriptor is the CUDA driver's: a GPU's device files, the emulated driver's
+ * memory (both keep what they opened until the process exits, as a driver's pools do). */
+static bool drivers(const char *target)
+{
+    return !strncmp(target, "/dev/nvidia", 11) || !strncmp(target, "/memfd:fake-cuda", 16);
+}
+
 /* Descriptors open now that were not open in `before` (counted per target kind; the
- * directory listing's own one cancels out). */
+ * directory listing's own one cancels out), the CUDA driver's aside. */
 static int new_fds(const fds_t *before)
 {
     fds_t after;
@@ -634,6 +743,7 @@ static int new_fds(const fds_t *before)
     int extra = 0;
     bool used[256] = {false};
     for (int i = 0; i < after.n; ++i) {
+        if (drivers(after.target[i])) continue;
         int j = 0;
         while (j < before->n && (used[j] || strcmp(after.target[i], before->target[j]))) ++j;
         if (j < before->n) used[j] = true;
@@ -707,6 +817,7 @@ typedef struct {
 static void *thread_main(void *p)
 {
     thread_arg_t *a = p;
+    if (opt.mem != MEM_HOST && use_device() != 0) MPI_Abort(MPI_COMM_WORLD, 3);
     rng_t g = {opt.seed + 7919 * (uint64_t) (a->index + 1)};
     const double start = now();
     for (long n = 0; n < opt.calls && (n % 64 || !time_is_up(start, a->comm)); ++n)
@@ -784,7 +895,6 @@ int main(int argc, char **argv)
     /* Only the threads mode asks for more: the thread level changes what themis does. */
     MPI_Init_thread(&argc, &argv, opt.threads > 0 ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE,
                     &provided);
-    list_fds(&fds_at_init);
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &world_size);
     if (!options_ok || world_size > 64) {
@@ -792,6 +902,14 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 2;
     }
+    /* The driver's own descriptors (a GPU's device files) stay open until exit. */
+    int skip = opt.mem == MEM_HOST ? 0 : use_device(), any_skips;
+    MPI_Allreduce(&skip, &any_skips, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (any_skips) {
+        MPI_Finalize();
+        return 77;
+    }
+    list_fds(&fds_at_init);
     /* Buffers of the test itself come and go through mmap, so that resident memory
      * measures what the libraries keep, not the heap the test's buffers left behind. */
     mallopt(M_MMAP_THRESHOLD, 256 << 10);
