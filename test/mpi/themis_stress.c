@@ -2,14 +2,13 @@
  * resource bounds (public MPI API only).
  *
  * Every rank draws the same sequence from one seed: which collective (the kinds[] table:
- * the four, blocking and nonblocking),
- * on which communicator of a pool that is created and freed as the run goes (dups, dups
- * with themis_policy/themis_transport info keys, splits of several shapes, a subgroup),
- * the datatype and op (every other sum a user-defined one), the count (0 to --max-bytes,
- * odd counts included), in place or not, reduce_scatter's counts, and the layout (derived
- * datatypes: contiguous pairs on either side, a strided send; layout_t). Inputs are a hash
- * of (call, rank, element), so each rank computes the expected result itself from every
- * rank's inputs (integers and
+ * the four, blocking and nonblocking), on which communicator of a pool that is created
+ * and freed as the run goes (dups, dups with themis_policy/themis_transport info keys,
+ * splits of several shapes, a subgroup), the datatype and op (every other sum a
+ * user-defined one), the count (0 to --max-bytes, odd counts included), in place or not,
+ * reduce_scatter's counts, and the layout (derived datatypes: contiguous pairs on either
+ * side, a strided send; layout_t). Inputs are a hash of (call, rank, element), so each rank
+ * computes the expected result itself from every rank's inputs (integers and
  * integer-valued floats whose sums are exact: every comparison is exact), and checks the
  * 64 bytes after its receive buffer.
  *
