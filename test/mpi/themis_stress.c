@@ -40,6 +40,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -829,14 +830,14 @@ static void *thread_main(void *p)
  * communicator while their own threads start and run more on them. */
 typedef struct {
     MPI_Comm comm; /* a dup of MPI_COMM_SELF: nothing ever arrives */
-    volatile int stop;
+    atomic_int stop;
 } prober_t;
 
 static void *prober_main(void *p)
 {
     prober_t *a = p;
     int flag = 0;
-    while (!a->stop) MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, a->comm, &flag, MPI_STATUS_IGNORE);
+    while (!atomic_load(&a->stop)) MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, a->comm, &flag, MPI_STATUS_IGNORE);
     return NULL;
 }
 
@@ -862,7 +863,7 @@ static void run_threads(tally_t *t)
         t->failed += args[i].tally.failed;
         free_comm(&args[i].comm);
     }
-    probe.stop = 1;
+    atomic_store(&probe.stop, 1);
     pthread_join(prober, NULL);
     MPI_Comm_free(&probe.comm);
 }
