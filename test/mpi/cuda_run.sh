@@ -38,8 +38,8 @@ die() { echo "cuda_run: FAILED: $*" >&2; exit 1; }
 # run NAME NP [--env VAR=VALUE]... [--mca NAME VALUE]... [--colls LIST] [--verbose V]
 #     [--expect REGEX]... [--bench COMM | --stress] -- PROGRAM ARGS
 # Runs themis-cuda-check (--bench COMM: themis-bench, whose themis runs on communicator
-# COMM; --stress: themis-stress) under mpirun with coll/themis from the build tree (verbose 2 unless given), and
-# checks the program's verdict, that themis itself ran the collectives (default: all
+# COMM; --stress: themis-stress) under mpirun with coll/themis from the build tree
+# (verbose 2 unless given), and checks the program's verdict, that themis itself ran the collectives (default: all
 # four and the nonblocking forms the program starts) on MPI_COMM_WORLD or COMM (its
 # stats lines), and that the output matches every REGEX.
 run() {
@@ -230,16 +230,18 @@ gpu)
     --mca coll_themis_dims 2x2 --verbose 5 --expect "staged through host memory: .* [1-9][0-9]* evictions" \
     -- --kinds device
   # The randomized stress on device buffers (as in the fake runs): device-direct with UCX
-  # and the PML, memory kinds drawn per call, three threads at once.
+  # and the PML, memory kinds drawn per call, three threads at once. The margin as in the
+  # fake runs: pinned staging buffers fill for thousands of calls.
   SC="allreduce reduce_scatter allgather iallreduce iallgather"
+  S=(--rss-margin-mib 48 --mem)
   for t in pml ucx; do
     run gpu_stress_device_$t 4 --mca coll_themis_transport $t --mca coll_themis_dims 2x2 --stress \
-      --colls "$SC" -- --seed 51 --calls 2000 --max-bytes 4194304 --mem device
+      --colls "$SC" -- --seed 51 --calls 2000 --max-bytes 4194304 "${S[@]}" device
   done
   run gpu_stress_mixed 4 --mca coll_themis_dims 2x2 --stress --colls "$SC" \
-    -- --seed 52 --calls 2000 --max-bytes 4194304 --mem mixed
+    -- --seed 52 --calls 2000 --max-bytes 4194304 "${S[@]}" mixed
   run gpu_stress_threads 4 --mca coll_themis_dims 2x2 --stress --colls "" \
-    -- --seed 53 --threads 3 --calls 500 --max-bytes 2097152 --mem mixed
+    -- --seed 53 --threads 3 --calls 500 --max-bytes 2097152 "${S[@]}" mixed
   echo "cuda_run: gpu: all passed"
   ;;
 bench)
