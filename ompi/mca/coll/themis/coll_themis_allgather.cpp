@@ -100,22 +100,25 @@ Prepared prepare_allgather_device(Context &ctx, const void *sbuf, int scount,
 
 // With a device buffer: themis's device path, or the previous module on host copies
 // (device_call: blocking when `started` is null).
+// Host copies of the buffers for the module below.
+HostCopies allgather_copies(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf,
+                            int rcount, ompi_datatype_t *rdtype, ompi_communicator_t *comm) {
+    const size_t elements = static_cast<size_t>(rcount) * ompi_comm_size(comm);
+    return HostCopies{
+        std::make_unique<cuda::HostView>(sbuf, sdtype, static_cast<size_t>(scount), true),
+        std::make_unique<cuda::HostView>(rbuf, rdtype, elements, sbuf == MPI_IN_PLACE), elements};
+}
+
 int allgather_on_device(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf,
                         int rcount, ompi_datatype_t *rdtype, ompi_communicator_t *comm,
                         mca_coll_base_module_t *module, int collective, const char *name,
                         const char *unsupported, std::unique_ptr<PendingCall> *started) {
-    const size_t elements = static_cast<size_t>(rcount) * ompi_comm_size(comm);
     return device_call(
         module, comm, collective, name, unsupported,
         [=](Context &ctx) {
             return prepare_allgather_device(ctx, sbuf, scount, sdtype, rbuf, rcount, rdtype);
         },
-        [=] {
-            return HostCopies{
-                std::make_unique<cuda::HostView>(sbuf, sdtype, static_cast<size_t>(scount), true),
-                std::make_unique<cuda::HostView>(rbuf, rdtype, elements, sbuf == MPI_IN_PLACE),
-                elements};
-        },
+        [=] { return allgather_copies(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm); },
         [=](mca_coll_themis_module_t *m, const void *s, void *r, ompi_request_t **request) {
             return request ? m->previous_iallgather(s, scount, sdtype, r, rcount, rdtype, comm,
                                                     request, m->previous_iallgather_module)
@@ -192,8 +195,8 @@ extern "C" int mca_coll_themis_allgather_init(const void *sbuf, int scount,
                                               mca_coll_base_module_t *module) {
     const char *unsupported = allgather_unsupported(rcount, rdtype, comm);
     return init_or_delegate(
-        module, comm, THEMIS_COLL_ALLGATHER_INIT, "MPIX_Allgather_init", unsupported,
-        any_on_device(sbuf, rbuf), request, objects(comm, sdtype, rdtype),
+        module, comm, THEMIS_COLL_ALLGATHER_INIT, "MPIX_Allgather_init", unsupported, sbuf, rbuf,
+        request, objects(comm, sdtype, rdtype),
         [=](Context &ctx) {
             return prepare_allgather(ctx, sbuf, scount, sdtype, rbuf, rcount, rdtype);
         },
@@ -207,8 +210,13 @@ extern "C" int mca_coll_themis_allgather_init(const void *sbuf, int scount,
             return OMPI_ERR_NOT_SUPPORTED; // no device buffers without CUDA
 #endif
         },
-        [&](mca_coll_themis_module_t *m) {
-            return m->previous_allgather_init(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
-                                              info, request, m->previous_allgather_init_module);
+        [&](mca_coll_themis_module_t *m, const void *s, void *r, ompi_request_t **req) {
+            return m->previous_allgather_init(s, scount, sdtype, r, rcount, rdtype, comm, info, req,
+                                              m->previous_allgather_init_module);
+        },
+        [=] {
+#if THEMIS_HAVE_CUDA
+            return allgather_copies(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm);
+#endif
         });
 }

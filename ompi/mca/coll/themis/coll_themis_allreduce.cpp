@@ -89,6 +89,13 @@ Prepared prepare_allreduce_device(Context &ctx, const void *sbuf, void *rbuf, in
     return p;
 }
 
+// Host copies of the buffers for the module below.
+HostCopies allreduce_copies(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype) {
+    const size_t n = static_cast<size_t>(count);
+    return HostCopies{std::make_unique<cuda::HostView>(sbuf, dtype, n, true),
+                      std::make_unique<cuda::HostView>(rbuf, dtype, n, sbuf == MPI_IN_PLACE), n};
+}
+
 // With a device buffer: themis's device path, or the previous module on host copies
 // (device_call: blocking when `started` is null).
 int allreduce_on_device(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
@@ -98,12 +105,7 @@ int allreduce_on_device(const void *sbuf, void *rbuf, int count, ompi_datatype_t
     return device_call(
         module, comm, collective, name, unsupported,
         [=](Context &ctx) { return prepare_allreduce_device(ctx, sbuf, rbuf, count, dtype, op); },
-        [=] {
-            const size_t n = static_cast<size_t>(count);
-            return HostCopies{
-                std::make_unique<cuda::HostView>(sbuf, dtype, n, true),
-                std::make_unique<cuda::HostView>(rbuf, dtype, n, sbuf == MPI_IN_PLACE), n};
-        },
+        [=] { return allreduce_copies(sbuf, rbuf, count, dtype); },
         [=](mca_coll_themis_module_t *m, const void *s, void *r, ompi_request_t **request) {
             return request ? m->previous_iallreduce(s, r, count, dtype, op, comm, request,
                                                     m->previous_iallreduce_module)
@@ -174,8 +176,8 @@ extern "C" int mca_coll_themis_allreduce_init(const void *sbuf, void *rbuf, int 
                                               mca_coll_base_module_t *module) {
     const char *unsupported = allreduce_unsupported(count, dtype, op);
     return init_or_delegate(
-        module, comm, THEMIS_COLL_ALLREDUCE_INIT, "MPIX_Allreduce_init", unsupported,
-        any_on_device(sbuf, rbuf), request, objects(comm, dtype, op),
+        module, comm, THEMIS_COLL_ALLREDUCE_INIT, "MPIX_Allreduce_init", unsupported, sbuf, rbuf,
+        request, objects(comm, dtype, op),
         [=](Context &ctx) { return prepare_allreduce(ctx, sbuf, rbuf, count, dtype, op); },
         [=](std::unique_ptr<PendingCall> *started) {
 #if THEMIS_HAVE_CUDA
@@ -187,8 +189,13 @@ extern "C" int mca_coll_themis_allreduce_init(const void *sbuf, void *rbuf, int 
             return OMPI_ERR_NOT_SUPPORTED; // no device buffers without CUDA
 #endif
         },
-        [&](mca_coll_themis_module_t *m) {
-            return m->previous_allreduce_init(sbuf, rbuf, count, dtype, op, comm, info, request,
+        [&](mca_coll_themis_module_t *m, const void *s, void *r, ompi_request_t **req) {
+            return m->previous_allreduce_init(s, r, count, dtype, op, comm, info, req,
                                               m->previous_allreduce_init_module);
+        },
+        [=] {
+#if THEMIS_HAVE_CUDA
+            return allreduce_copies(sbuf, rbuf, count, dtype);
+#endif
         });
 }

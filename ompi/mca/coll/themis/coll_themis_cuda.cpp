@@ -206,6 +206,10 @@ HostView::~HostView() {
     } catch (...) {}
 }
 
+void HostView::refresh() {
+    if (host_) copy(host_, user_ + (host_ - view_), host_bytes_); // view_ = host_ - lo
+}
+
 void HostView::copy_back(size_t count) {
     if (!host_) return;
     ptrdiff_t lo = 0, hi = 0;

@@ -133,6 +133,8 @@ class HostView {
     void *get() const { return view_; }
     // Copies the span of the first `count` elements back to the user's buffer.
     void copy_back(size_t count);
+    // Copies the user's bytes in again (a persistent call's next start).
+    void refresh();
 
   private:
     char *user_;

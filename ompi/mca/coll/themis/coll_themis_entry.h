@@ -213,42 +213,6 @@ class Retained {
     std::vector<opal_object_t *> objects_;
 };
 
-// The persistent form (MPIX_*_init): decided like the nonblocking form, at init (a
-// communicator set up by a blocking call, an eligible call); then every MPI_Start runs
-// `prepare` on the engine. With a device buffer every MPI_Start runs `device(&started)`
-// instead (device_call below, deciding per run as the nonblocking form does): the module
-// below cannot take device buffers. `keep`: what the request holds until freed.
-template <typename Prepare, typename Device, typename Previous>
-int init_or_delegate(mca_coll_base_module_t *module, ompi_communicator_t *comm, int collective,
-                     const char *name, const char *unsupported, bool on_device,
-                     ompi_request_t **request, std::vector<opal_object_t *> keep, Prepare prepare,
-                     Device device, Previous previous) {
-    if (on_device) {
-        auto kept = std::make_shared<Retained>(std::move(keep));
-        return persistent_request(
-            [=]() -> std::unique_ptr<PendingCall> {
-                (void)kept; // held as long as the request
-                std::unique_ptr<PendingCall> started;
-                const int rc = device(&started);
-                return started ? std::move(started) : std::make_unique<FinishedCall>(rc);
-            },
-            comm, request);
-    }
-    return run_or_delegate(
-        module, comm, collective, name, unsupported,
-        [&](Context &ctx) {
-            auto kept = std::make_shared<Retained>(std::move(keep));
-            Context *c = &ctx;
-            Starter start = [=]() -> std::unique_ptr<PendingCall> {
-                (void)kept;
-                return std::make_unique<EngineCall>(comm, *c, prepare(*c));
-            };
-            if (persistent_request(std::move(start), comm, request) != OMPI_SUCCESS)
-                throw std::runtime_error("making the persistent request failed");
-        },
-        previous, SetUp::AtBarrier);
-}
-
 #if THEMIS_HAVE_CUDA
 // Host copies of a call's device buffers for the module below, which cannot take device
 // memory: the send and receive views, and how many receive elements go back after it.
@@ -257,26 +221,118 @@ struct HostCopies {
     size_t back = 0;
 };
 
-// A nonblocking call the module below runs on host copies: complete once the module's
-// request is (its own progress moves it), then the results go back to the device.
+// A call the module below runs on host copies: complete once the module's request is (its
+// own progress moves it), then the results go back to the device. A nonblocking call's
+// request is freed then; a persistent one's is left inactive for its next start.
 class ThroughHostCall : public PendingCall {
   public:
-    ThroughHostCall(ompi_request_t *inner, HostCopies copies)
-        : inner_(inner), copies_(std::move(copies)) {}
+    ThroughHostCall(ompi_request_t *inner, std::shared_ptr<HostCopies> copies, bool persistent)
+        : inner_(inner), copies_(std::move(copies)), persistent_(persistent) {}
     bool progress() override {
         if (!REQUEST_COMPLETE(inner_)) return false;
         const int rc = inner_->req_status.MPI_ERROR;
-        ompi_request_free(&inner_);
+        if (persistent_) {
+            int completed = 0; // complete: made inactive, as MPI_Test does
+            ompi_request_test(&inner_, &completed, MPI_STATUS_IGNORE);
+        } else {
+            ompi_request_free(&inner_);
+        }
         if (rc != OMPI_SUCCESS) throw std::runtime_error("the previous module's call failed");
-        copies_.recv->copy_back(copies_.back);
+        copies_->recv->copy_back(copies_->back);
         return true;
     }
 
   private:
     ompi_request_t *inner_;
-    HostCopies copies_;
+    std::shared_ptr<HostCopies> copies_;
+    bool persistent_;
 };
 
+// The module below's persistent request on host copies of a call's device buffers, made
+// once at init; every start copies the device data in again and starts it.
+class ThroughHostPersistent {
+  public:
+    ThroughHostPersistent(ompi_request_t *inner, std::shared_ptr<HostCopies> copies)
+        : inner_(inner), copies_(std::move(copies)) {}
+    ~ThroughHostPersistent() { ompi_request_free(&inner_); }
+    ThroughHostPersistent(const ThroughHostPersistent &) = delete;
+    ThroughHostPersistent &operator=(const ThroughHostPersistent &) = delete;
+    std::unique_ptr<PendingCall> start() {
+        copies_->send->refresh();
+        copies_->recv->refresh(); // in place it holds the input; else bytes a datatype skips
+        // An empty call may get a request that is complete from the start and cannot be
+        // started (Open MPI's ompi_request_empty); MPI_Start leaves it as it is.
+        if (inner_->req_start == nullptr) return std::make_unique<FinishedCall>(OMPI_SUCCESS);
+        ompi_request_t *started = inner_;
+        const int rc = inner_->req_start(1, &started); // what MPI_Start does
+        if (rc != OMPI_SUCCESS) return std::make_unique<FinishedCall>(rc, "MPI_Start failed");
+        return std::make_unique<ThroughHostCall>(inner_, copies_, true);
+    }
+
+  private:
+    ompi_request_t *inner_;
+    std::shared_ptr<HostCopies> copies_;
+};
+#endif
+
+// The persistent form (MPIX_*_init): decided once, at init, like the nonblocking form (a
+// communicator set up by a blocking call, an eligible call), and alike on every rank
+// whatever memory its buffers are in, so that every rank's starts run the same module's
+// same form. Taken: every MPI_Start runs `prepare` on the engine, or with a device buffer
+// `device(&started)` (device_call below). Not taken: `previous(m, sbuf, rbuf, request)`,
+// the module below's persistent form; with a device buffer on `host_copies()`, copied in
+// again at every start (ThroughHostPersistent). `keep`: what the request holds until
+// freed (the module below's own persistent forms may not: Open MPI 4.1.4 retains nothing
+// for a request that is inactive at init).
+template <typename Prepare, typename Device, typename Previous, typename Copies>
+int init_or_delegate(mca_coll_base_module_t *module, ompi_communicator_t *comm, int collective,
+                     const char *name, const char *unsupported, const void *sbuf, void *rbuf,
+                     ompi_request_t **request, std::vector<opal_object_t *> keep, Prepare prepare,
+                     Device device, Previous previous, Copies host_copies) {
+    const bool on_device = any_on_device(sbuf, rbuf);
+    auto kept = std::make_shared<Retained>(std::move(keep));
+    return run_or_delegate(
+        module, comm, collective, name, unsupported,
+        [&](Context &ctx) {
+            Context *c = &ctx;
+            Starter start = [=]() -> std::unique_ptr<PendingCall> {
+                (void)kept; // held as long as the request
+                if (!on_device) return std::make_unique<EngineCall>(comm, *c, prepare(*c));
+                std::unique_ptr<PendingCall> started;
+                const int rc = device(&started);
+                return started ? std::move(started) : std::make_unique<FinishedCall>(rc);
+            };
+            if (persistent_request(std::move(start), comm, request) != OMPI_SUCCESS)
+                throw std::runtime_error("making the persistent request failed");
+        },
+        [&](mca_coll_themis_module_t *m) -> int {
+#if THEMIS_HAVE_CUDA
+            if (on_device) {
+                try {
+                    auto copies = std::make_shared<HostCopies>(host_copies());
+                    ompi_request_t *inner = nullptr;
+                    const int rc = previous(m, copies->send->get(), copies->recv->get(), &inner);
+                    if (rc != OMPI_SUCCESS) return rc;
+                    auto through = std::make_shared<ThroughHostPersistent>(inner, copies);
+                    return persistent_request(
+                        [=] {
+                            (void)kept;
+                            return through->start();
+                        },
+                        comm, request);
+                } catch (const std::exception &e) {
+                    return report_failure(name, e);
+                }
+            }
+#else
+            (void)host_copies;
+#endif
+            return previous(m, sbuf, rbuf, request);
+        },
+        on_device ? SetUp::AtBarrierByDevice : SetUp::AtBarrier);
+}
+
+#if THEMIS_HAVE_CUDA
 // A call with a device buffer: themis's device path (`prepare(ctx)`, a Prepared collective
 // whose bytes may be in device memory, coll_themis_cuda.h) or the module below on
 // `host_copies()` (`previous(m, send, recv, request)`; a CUDA failure becomes an MPI error,
@@ -296,7 +352,8 @@ int device_call(mca_coll_base_module_t *module, ompi_communicator_t *comm, int c
                 previous(m, copies.send->get(), copies.recv->get(), started ? &inner : nullptr);
             if (rc != OMPI_SUCCESS) return rc;
             if (started)
-                *started = std::make_unique<ThroughHostCall>(inner, std::move(copies));
+                *started = std::make_unique<ThroughHostCall>(
+                    inner, std::make_shared<HostCopies>(std::move(copies)), false);
             else
                 copies.recv->copy_back(copies.back);
             return OMPI_SUCCESS;

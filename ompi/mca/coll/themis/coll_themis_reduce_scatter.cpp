@@ -127,6 +127,17 @@ Prepared prepare_reduce_scatter_device(Context &ctx, const void *sbuf, void *rbu
     return p;
 }
 
+// Host copies of the buffers for the module below.
+HostCopies reduce_scatter_copies(const void *sbuf, void *rbuf, const std::vector<int> &counts,
+                                 ompi_datatype_t *dtype, ompi_communicator_t *comm) {
+    const size_t total = std::accumulate(counts.begin(), counts.end(), size_t(0));
+    const size_t own = static_cast<size_t>(counts[ompi_comm_rank(comm)]);
+    const bool in_place = sbuf == MPI_IN_PLACE;
+    return HostCopies{
+        std::make_unique<cuda::HostView>(sbuf, dtype, total, true),
+        std::make_unique<cuda::HostView>(rbuf, dtype, in_place ? total : own, in_place), own};
+}
+
 // With a device buffer: themis's device path, or `previous` on host copies (device_call:
 // blocking when `started` is null).
 int reduce_scatter_on_device(const void *sbuf, void *rbuf, const std::vector<int> &counts,
@@ -139,16 +150,7 @@ int reduce_scatter_on_device(const void *sbuf, void *rbuf, const std::vector<int
         [&](Context &ctx) {
             return prepare_reduce_scatter_device(ctx, sbuf, rbuf, counts, dtype, op);
         },
-        [&] {
-            const size_t total = std::accumulate(counts.begin(), counts.end(), size_t(0));
-            const size_t own = static_cast<size_t>(counts[ompi_comm_rank(comm)]);
-            const bool in_place = sbuf == MPI_IN_PLACE;
-            return HostCopies{
-                std::make_unique<cuda::HostView>(sbuf, dtype, total, true),
-                std::make_unique<cuda::HostView>(rbuf, dtype, in_place ? total : own, in_place),
-                own};
-        },
-        previous, started);
+        [&] { return reduce_scatter_copies(sbuf, rbuf, counts, dtype, comm); }, previous, started);
 }
 #endif
 
@@ -272,32 +274,35 @@ extern "C" int mca_coll_themis_ireduce_scatter_block(
 namespace {
 
 // The persistent forms of both: MPI_Reduce_scatter_block is MPI_Reduce_scatter with equal
-// counts, on the device path too (each run the module below gets the counts array, kept
-// with the request).
+// counts (the counts array kept with the request). The module below's forms, given host
+// buffers: `previous_init` makes the persistent request, `previous_nonblocking` starts the
+// nonblocking call a device-buffer start hands down (device_call).
 template <typename PreviousInit>
 int reduce_scatter_init(const void *sbuf, void *rbuf, const std::vector<int> &counts,
                         ompi_datatype_t *dtype, ompi_op_t *op, ompi_communicator_t *comm,
                         ompi_request_t **request, mca_coll_base_module_t *module, int collective,
-                        const char *name, PreviousInit previous_init) {
+                        const char *name, PreviousInit previous_init,
+                        PreviousOnHost previous_nonblocking) {
     const char *unsupported = unsupported_for(dtype, op, total_of(counts));
     return init_or_delegate(
-        module, comm, collective, name, unsupported, any_on_device(sbuf, rbuf), request,
-        objects(comm, dtype, op),
+        module, comm, collective, name, unsupported, sbuf, rbuf, request, objects(comm, dtype, op),
         [=](Context &ctx) { return prepare_reduce_scatter(ctx, sbuf, rbuf, counts, dtype, op); },
         [=](std::unique_ptr<PendingCall> *started) {
 #if THEMIS_HAVE_CUDA
-            return reduce_scatter_on_device(
-                sbuf, rbuf, counts, dtype, op, comm, module, collective, name, unsupported, started,
-                [&](mca_coll_themis_module_t *m, const void *s, void *r, ompi_request_t **req) {
-                    return m->previous_ireduce_scatter(s, r, counts.data(), dtype, op, comm, req,
-                                                       m->previous_ireduce_scatter_module);
-                });
+            return reduce_scatter_on_device(sbuf, rbuf, counts, dtype, op, comm, module, collective,
+                                            name, unsupported, started, previous_nonblocking);
 #else
             (void)started;
+            (void)previous_nonblocking;
             return OMPI_ERR_NOT_SUPPORTED; // no device buffers without CUDA
 #endif
         },
-        previous_init);
+        previous_init,
+        [=] {
+#if THEMIS_HAVE_CUDA
+            return reduce_scatter_copies(sbuf, rbuf, counts, dtype, comm);
+#endif
+        });
 }
 
 } // namespace
@@ -307,12 +312,17 @@ mca_coll_themis_reduce_scatter_init(const void *sbuf, void *rbuf, const int *rco
                                     struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                     struct ompi_communicator_t *comm, struct ompi_info_t *info,
                                     ompi_request_t **request, mca_coll_base_module_t *module) {
+    const std::vector<int> counts(rcounts, rcounts + ompi_comm_size(comm));
     return reduce_scatter_init(
-        sbuf, rbuf, std::vector<int>(rcounts, rcounts + ompi_comm_size(comm)), dtype, op, comm,
-        request, module, THEMIS_COLL_REDUCE_SCATTER_INIT, "MPIX_Reduce_scatter_init",
-        [&](mca_coll_themis_module_t *m) {
-            return m->previous_reduce_scatter_init(sbuf, rbuf, rcounts, dtype, op, comm, info,
-                                                   request, m->previous_reduce_scatter_init_module);
+        sbuf, rbuf, counts, dtype, op, comm, request, module, THEMIS_COLL_REDUCE_SCATTER_INIT,
+        "MPIX_Reduce_scatter_init",
+        [&](mca_coll_themis_module_t *m, const void *s, void *r, ompi_request_t **req) {
+            return m->previous_reduce_scatter_init(s, r, rcounts, dtype, op, comm, info, req,
+                                                   m->previous_reduce_scatter_init_module);
+        },
+        [=](mca_coll_themis_module_t *m, const void *s, void *r, ompi_request_t **req) {
+            return m->previous_ireduce_scatter(s, r, counts.data(), dtype, op, comm, req,
+                                               m->previous_ireduce_scatter_module);
         });
 }
 
@@ -320,11 +330,16 @@ extern "C" int mca_coll_themis_reduce_scatter_block_init(
     const void *sbuf, void *rbuf, int rcount, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
     struct ompi_communicator_t *comm, struct ompi_info_t *info, ompi_request_t **request,
     mca_coll_base_module_t *module) {
-    return reduce_scatter_init(sbuf, rbuf, std::vector<int>(ompi_comm_size(comm), rcount), dtype,
-                               op, comm, request, module, THEMIS_COLL_REDUCE_SCATTER_BLOCK_INIT,
-                               "MPIX_Reduce_scatter_block_init", [&](mca_coll_themis_module_t *m) {
-                                   return m->previous_reduce_scatter_block_init(
-                                       sbuf, rbuf, rcount, dtype, op, comm, info, request,
-                                       m->previous_reduce_scatter_block_init_module);
-                               });
+    return reduce_scatter_init(
+        sbuf, rbuf, std::vector<int>(ompi_comm_size(comm), rcount), dtype, op, comm, request,
+        module, THEMIS_COLL_REDUCE_SCATTER_BLOCK_INIT, "MPIX_Reduce_scatter_block_init",
+        [&](mca_coll_themis_module_t *m, const void *s, void *r, ompi_request_t **req) {
+            return m->previous_reduce_scatter_block_init(
+                s, r, rcount, dtype, op, comm, info, req,
+                m->previous_reduce_scatter_block_init_module);
+        },
+        [=](mca_coll_themis_module_t *m, const void *s, void *r, ompi_request_t **req) {
+            return m->previous_ireduce_scatter_block(s, r, rcount, dtype, op, comm, req,
+                                                     m->previous_ireduce_scatter_block_module);
+        });
 }
