@@ -94,6 +94,10 @@ static void usage(void)
         "  --nonblocking       the four collectives of every family as MPI_Iallreduce, ...,\n"
         "                      completed by MPI_Test polling (after one blocking call per\n"
         "                      communicator: themis sets communicators up in blocking calls)\n"
+        "  --free-early        persistent: make the requests of full-size communicators\n"
+        "                      with a user op and contig(3,MPI_INT), freed right after the\n"
+        "                      init calls (only where themis runs them: Open MPI 4.1's own\n"
+        "                      persistent collectives need them until the request is freed)\n"
         "  --many N            communicators alive at once (default 20)\n"
         "  --cycles N          create/use/free cycles (default 50)\n"
         "  --info-policy P     also give MPI_COMM_WORLD dups the MPI_Info key themis_policy=P\n"
@@ -147,7 +151,7 @@ static bool parse_options(int argc, char **argv)
     opt.seed = 20240229;
     enum { O_TESTS = 256, O_COLLS, O_COMMS, O_INPLACE, O_SIZES, O_CHUNKS, O_MINB, O_NOLARGE,
            O_MANY, O_CYCLES, O_INFO, O_BIG, O_SEED, O_MAXREP, O_VERBOSE, O_HELP, O_TYPES,
-           O_INFOVIA, O_INFOTRANSPORT, O_INFONODE, O_NONBLOCKING };
+           O_INFOVIA, O_INFOTRANSPORT, O_INFONODE, O_NONBLOCKING, O_FREEEARLY };
     static const struct option lo[] = {
         {"tests", 1, 0, O_TESTS}, {"collectives", 1, 0, O_COLLS}, {"comms", 1, 0, O_COMMS},
         {"in-place", 1, 0, O_INPLACE}, {"sizes", 1, 0, O_SIZES}, {"chunks", 1, 0, O_CHUNKS},
@@ -157,7 +161,7 @@ static bool parse_options(int argc, char **argv)
         {"help", 0, 0, O_HELP}, {"types", 1, 0, O_TYPES},
         {"info-via", 1, 0, O_INFOVIA}, {"info-transport", 1, 0, O_INFOTRANSPORT},
         {"info-node-transport", 1, 0, O_INFONODE},
-        {"nonblocking", 0, 0, O_NONBLOCKING},
+        {"nonblocking", 0, 0, O_NONBLOCKING}, {"free-early", 0, 0, O_FREEEARLY},
         {0, 0, 0, 0}};
     bool ok = true;
     int o;
@@ -193,6 +197,7 @@ static bool parse_options(int argc, char **argv)
         case O_MINB: opt.min_bytes = (size_t) strtoull(optarg, NULL, 0); break;
         case O_NOLARGE: opt.large = 0; break;
         case O_NONBLOCKING: opt.nonblocking = 1; break;
+        case O_FREEEARLY: opt.free_early = 1; break;
         case O_MANY: opt.many = atoi(optarg); break;
         case O_CYCLES: opt.cycles = atoi(optarg); break;
         case O_INFO: opt.info_key = "themis_policy", opt.info_value = optarg; break;
