@@ -187,7 +187,7 @@ fake)
   # pinned buffers, the IPC mappings of the peers' allocations) fills over thousands of
   # calls (seed 41: 19 MiB of growth after the warm-up of 1000 calls, 1 MiB of 8000).
   SC="allreduce reduce_scatter allgather iallreduce iallgather"
-  S=(--max-bytes 2097152 --rss-margin-mib 48)
+  S=(--max-bytes 2097152 --rss-margin-mib 48 --persistent)
   run fake_stress_device 4 "${L[@]}" --mca coll_themis_dims 2x2 --stress --colls "$SC" \
     --expect "device-direct" -- --seed 41 --calls 1000 "${S[@]}" --mem device
   run fake_stress_mixed 4 "${L[@]}" "${NOIPC[@]}" --mca coll_themis_dims 2x2 --stress --colls "$SC" \
@@ -233,7 +233,7 @@ gpu)
   # and the PML, memory kinds drawn per call, three threads at once. The margin as in the
   # fake runs: pinned staging buffers fill for thousands of calls.
   SC="allreduce reduce_scatter allgather iallreduce iallgather"
-  S=(--rss-margin-mib 48 --mem)
+  S=(--rss-margin-mib 48 --persistent --mem)
   for t in pml ucx; do
     run gpu_stress_device_$t 4 --mca coll_themis_transport $t --mca coll_themis_dims 2x2 --stress \
       --colls "$SC" -- --seed 51 --calls 2000 --max-bytes 4194304 "${S[@]}" device
