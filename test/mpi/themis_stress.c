@@ -640,8 +640,9 @@ static void one_call(rng_t *g, MPI_Comm comm, long n, tally_t *t)
     give(&sb, on_device(&c, 0));
     give(&rb, on_device(&c, 1));
 
-    const char *kinds = sb.given != send ? (rb.given != recv ? " [device/device]" : " [device/host]")
-                                         : (rb.given != recv ? " [host/device]" : "");
+    static const char *const memory_names[2][2] = {{"", " [host/device]"},
+                                                   {" [device/host]", " [device/device]"}};
+    const char *memory = memory_names[sb.given != send][rb.given != recv];
 
     MPI_Request request = MPI_REQUEST_NULL;
     int rc = k->run(&c, sb.given, rb.given, &request); /* blocking: the whole call */
@@ -681,7 +682,7 @@ static void one_call(rng_t *g, MPI_Comm comm, long n, tally_t *t)
                c.form == FORM_PERSISTENT ? k->name + 1 : k->name,
                c.form != FORM_PERSISTENT ? "" : run > 1 ? "_init, 2nd start" : "_init",
                c.type->name, op_names[c.op], c.count, c.in_place ? " in place" : "",
-               layout_names[c.layout], kinds, c.size,
+               layout_names[c.layout], memory, c.size,
                rc != MPI_SUCCESS ? "error " : !guard_ok ? "wrote past the receive buffer " :
                                                          "wrong element ",
                rc != MPI_SUCCESS ? (long) rc : guard_ok ? bad : 0L);
