@@ -282,9 +282,8 @@ typedef struct {
  * form (MPIX_*_init, MPI_Start, MPI_Wait, and, when not in place, the same request started
  * again on the same buffers, its result cleared first) for every other call id. Not by
  * default: Open MPI 4.1.4's own persistent forms (libnbc, which gets the calls themis
- * hands down) keep about half of each request's message after MPI_Request_free, which
- * the resident-memory bound would take for themis's (--persistent-cycles measures
- * themis's alone). */
+ * hands down) keep memory after MPI_Request_free, which the resident-memory bound would
+ * take for themis's (--persistent-cycles measures themis's alone). */
 typedef enum { FORM_BLOCKING, FORM_NONBLOCKING, FORM_PERSISTENT } form_t;
 
 typedef struct {
