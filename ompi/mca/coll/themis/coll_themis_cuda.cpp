@@ -190,13 +190,12 @@ HostView::HostView(const void *buf, ompi_datatype_t *dtype, size_t count, bool c
     view_ = host_ - lo; // the user's address shifted into the copy, as datatypes expect
     // A datatype with gaps: copy_back() writes the whole span back, gaps included, so
     // they must hold the user's bytes, not ours.
-    if (copy_in || !ompi_datatype_is_contiguous_memory_layout(dtype, count)) {
-        try {
-            copy(host_, user_ + lo, host_bytes_);
-        } catch (...) {
-            view_memory().release(host_, host_bytes_);
-            throw;
-        }
+    copies_in_ = copy_in || !ompi_datatype_is_contiguous_memory_layout(dtype, count);
+    try {
+        refresh();
+    } catch (...) {
+        view_memory().release(host_, host_bytes_);
+        throw;
     }
 }
 
@@ -207,7 +206,7 @@ HostView::~HostView() {
 }
 
 void HostView::refresh() {
-    if (host_) copy(host_, user_ + (host_ - view_), host_bytes_); // view_ = host_ - lo
+    if (copies_in_) copy(host_, user_ + (host_ - view_), host_bytes_); // view_ = host_ - lo
 }
 
 void HostView::copy_back(size_t count) {

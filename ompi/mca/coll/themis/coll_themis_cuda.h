@@ -133,7 +133,8 @@ class HostView {
     void *get() const { return view_; }
     // Copies the span of the first `count` elements back to the user's buffer.
     void copy_back(size_t count);
-    // Copies the user's bytes in again (a persistent call's next start).
+    // Copies the user's bytes in again where they matter (as at construction: asked for,
+    // or a datatype with gaps), for a persistent call's next start.
     void refresh();
 
   private:
@@ -141,6 +142,7 @@ class HostView {
     char *view_;
     char *host_ = nullptr;
     size_t host_bytes_ = 0;
+    bool copies_in_ = false; // a host copy whose user bytes are read (see refresh)
     ompi_datatype_t *dtype_;
 };
 

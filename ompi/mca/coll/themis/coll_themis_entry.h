@@ -259,7 +259,7 @@ class ThroughHostPersistent {
     ThroughHostPersistent &operator=(const ThroughHostPersistent &) = delete;
     std::unique_ptr<PendingCall> start() {
         copies_->send->refresh();
-        copies_->recv->refresh(); // in place it holds the input; else bytes a datatype skips
+        copies_->recv->refresh(); // in place it holds the input
         // An empty call may get a request that is complete from the start and cannot be
         // started (Open MPI's ompi_request_empty); MPI_Start leaves it as it is.
         if (inner_->req_start == nullptr) return std::make_unique<FinishedCall>(OMPI_SUCCESS);
