@@ -109,20 +109,84 @@ static void nb_many(comm_info *c, bool poll, bool blocking_among)
     check_end(&ck);
 }
 
-/* A communicator only nonblocking calls and a barrier use (as OSU's nonblocking
- * benchmarks do): the calls before the barrier go to the module below (themis sets up only
- * in blocking calls), the barrier sets it up, the calls after it run on themis (the CTest
- * run expects themis on chk_nb_barrier for every form). */
-static void nb_set_up_at_barrier(void)
+/* A training loop's shape on fresh communicators that only nonblocking calls ever use (no
+ * blocking call of the four, no barrier): per round, on each of `ncomms` communicators
+ * (taken in opposite orders on even and odd ranks), four MPI_Iallreduce, two
+ * MPI_Iallgather, an MPI_Ireduce_scatter_block and an MPI_Ireduce_scatter, with a one-int
+ * MPI_Iallreduce (below coll_themis_min_bytes: the module below's, at once) and an
+ * MPI_Ibcast (never themis's) among them, all polled with MPI_Testall. The first round's
+ * first call starts every set-up cold, every rank's set-ups in another order; the CTest
+ * runs expect themis on every such communicator for every nonblocking form. */
+#define NB_LOOP_FORMS 8
+
+static void nb_cold_loop(const char *name, int ncomms, int rounds)
 {
-    MPI_Comm d;
-    MPI_Comm_dup(MPI_COMM_WORLD, &d);
-    comm_info c;
-    comm_info_init(&c, d, "chk_nb_barrier");
-    nb_many(&c, false, false);
-    MPI_Barrier(d);
-    nb_many(&c, true, false);
-    comm_info_free(&c);
+    static const int forms[NB_LOOP_FORMS] = {C_ALLREDUCE, C_ALLGATHER, C_ALLREDUCE,
+                                             C_REDUCE_SCATTER_BLOCK, C_ALLREDUCE,
+                                             C_REDUCE_SCATTER, C_ALLGATHER, C_ALLREDUCE};
+    comm_info *cs = xmalloc((size_t) ncomms * sizeof *cs);
+    for (int i = 0; i < ncomms; i++) {
+        MPI_Comm d;
+        MPI_Comm_dup(MPI_COMM_WORLD, &d);
+        char cname[64];
+        snprintf(cname, sizeof cname, "%s_%c", name, 'a' + i);
+        comm_info_init(&cs[i], d, cname);
+    }
+    const int count = (int) themis_count(&cs[0], sizeof(int), false);
+    const int per_rank = count / cs[0].size + 1;
+    const int per_comm = NB_LOOP_FORMS + 2, total = ncomms * per_comm;
+    nb_call *calls = xmalloc((size_t) total * sizeof *calls);
+    MPI_Request *reqs = xmalloc((size_t) total * sizeof *reqs);
+    int *small_in = xmalloc((size_t) ncomms * sizeof(int)), *small_out = xmalloc((size_t) ncomms * sizeof(int));
+    int *bcast = xmalloc((size_t) ncomms * sizeof(int));
+    for (int round = 0; round < rounds; round++) {
+        check_t ck;
+        check_start(&ck, "round %d of a nonblocking-only loop on %d fresh communicators %s_* "
+                         "(opposite orders on even and odd ranks, MPI_Testall)",
+                    round, ncomms, name);
+        for (int j = 0; j < ncomms; j++) {
+            const int i = g_rank % 2 ? ncomms - 1 - j : j;
+            comm_info *c = &cs[i];
+            for (int f = 0; f < NB_LOOP_FORMS; f++) {
+                const int k = i * per_comm + f, form = forms[f];
+                nb_start(c, &calls[k], form, form == C_ALLREDUCE ? count : per_rank, k + round,
+                         &reqs[k], &ck);
+                if (f == 1) {
+                    small_in[i] = c->rank + round;
+                    check_rc(&ck, MPI_Iallreduce(&small_in[i], &small_out[i], 1, MPI_INT, MPI_SUM,
+                                                 c->comm, &reqs[i * per_comm + NB_LOOP_FORMS]),
+                             "small MPI_Iallreduce");
+                }
+                if (f == 4) {
+                    bcast[i] = c->rank == 0 ? 1000 + round : -1;
+                    check_rc(&ck, MPI_Ibcast(&bcast[i], 1, MPI_INT, 0, c->comm,
+                                             &reqs[i * per_comm + NB_LOOP_FORMS + 1]),
+                             "MPI_Ibcast");
+                }
+            }
+        }
+        int done = 0;
+        while (!done) check_rc(&ck, MPI_Testall(total, reqs, &done, MPI_STATUSES_IGNORE), "MPI_Testall");
+        for (int i = 0; i < ncomms; i++) {
+            const int n = cs[i].size;
+            for (int f = 0; f < NB_LOOP_FORMS; f++) {
+                const int k = i * per_comm + f;
+                nb_finish(&cs[i], &calls[k], k + round, &ck);
+            }
+            if (small_out[i] != n * (n - 1) / 2 + n * round)
+                check_fail(&ck, "%s: small MPI_Iallreduce gave %d", cs[i].name, small_out[i]);
+            if (bcast[i] != 1000 + round)
+                check_fail(&ck, "%s: MPI_Ibcast gave %d", cs[i].name, bcast[i]);
+        }
+        check_end(&ck);
+    }
+    free(small_in);
+    free(small_out);
+    free(bcast);
+    free(calls);
+    free(reqs);
+    for (int i = 0; i < ncomms; i++) comm_info_free(&cs[i]);
+    free(cs);
 }
 
 /* Two communicators, each with an Iallreduce, started A then B on even ranks and B then
@@ -233,10 +297,14 @@ static void nb_user_objects(comm_info *c)
     check_end(&ck);
 }
 
+#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+static void persistent_rounds(comm_info *c);
+#endif
+
 /* persistent: one persistent request of each of the four forms (MPIX_*_init) on c, started
  * together three times with MPI_Startall, new inputs each round (round r = request number
- * r: the closed forms above), then freed; the communicator is set up by a blocking call
- * first, as themis needs. With --free-early, on communicators of every rank the reductions
+ * r: the closed forms above), then freed; on every communicator after a blocking call, and
+ * on a fresh one whose first calls they are. With --free-early, on communicators of every rank the reductions
  * use a commutative user op and allgather contig(3,MPI_INT), both freed right after the
  * init calls: the request must keep them (themis does; Open MPI 4.1.4's MPI layer retains
  * nothing for a request inactive at init, so libnbc's own persistent forms read a freed
@@ -245,81 +313,96 @@ void family_persistent(void)
 {
 #if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
     for (int ci = 0; ci < g_ncomms; ci++) {
-        comm_info *c = &g_comms[ci];
-        warm_up(c);
-        const int n = c->size, count = (int) themis_count(c, sizeof(int), false);
-        const int per_rank = 3 * (count / n / 3 + 1); /* whole contig(3, MPI_INT) elements */
-        nb_call calls[C_MAIN_COLLS];
-        MPI_Request reqs[C_MAIN_COLLS];
-        int *counts = xmalloc((size_t) n * sizeof(int));
-        for (int r = 0; r < n; r++) counts[r] = per_rank;
-        const bool free_early = opt.free_early && n == g_size;
-        MPI_Op sum = MPI_SUM;
-        MPI_Datatype block = MPI_INT; /* allgather's element */
-        int per_block = 1;
-        if (free_early) {
-            MPI_Op_create(nb_user_sum, 1, &sum);
-            MPI_Type_contiguous(3, MPI_INT, &block);
-            MPI_Type_commit(&block);
-            per_block = 3;
-        }
-        check_t ck;
-        check_start(&ck, "persistent forms comm=%s count=%d, 3 MPI_Startall rounds%s", c->name,
-                    count, free_early ? ", user op and contig(3,MPI_INT) freed after init" : "");
-        for (int f = 0; f < C_MAIN_COLLS; f++) {
-            nb_call *x = &calls[f];
-            x->form = f, x->count = f == C_ALLREDUCE ? count : per_rank;
-            const size_t total = (size_t) (f == C_ALLREDUCE ? count : per_rank * n);
-            x->in = xmalloc(total * sizeof(int));
-            x->out = xmalloc(total * sizeof(int));
-            int rc;
-            switch (f) {
-            case C_ALLREDUCE:
-                rc = MPIX_Allreduce_init(x->in, x->out, count, MPI_INT, sum, c->comm,
-                                         MPI_INFO_NULL, &reqs[f]);
-                break;
-            case C_REDUCE_SCATTER:
-                rc = MPIX_Reduce_scatter_init(x->in, x->out, counts, MPI_INT, sum, c->comm,
-                                              MPI_INFO_NULL, &reqs[f]);
-                break;
-            case C_REDUCE_SCATTER_BLOCK:
-                rc = MPIX_Reduce_scatter_block_init(x->in, x->out, per_rank, MPI_INT, sum,
-                                                    c->comm, MPI_INFO_NULL, &reqs[f]);
-                break;
-            default:
-                rc = MPIX_Allgather_init(x->in + (size_t) c->rank * per_rank,
-                                         per_rank / per_block, block, x->out,
-                                         per_rank / per_block, block, c->comm, MPI_INFO_NULL,
-                                         &reqs[f]);
-            }
-            check_rc(&ck, rc, coll_names[f]);
-        }
-        if (free_early) {
-            MPI_Op_free(&sum);
-            MPI_Type_free(&block);
-        }
-        for (int round = 0; round < 3; round++) {
-            for (int f = 0; f < C_MAIN_COLLS; f++) {
-                const int total = f == C_ALLREDUCE ? count : per_rank * n;
-                for (int i = 0; i < total; i++) calls[f].in[i] = nb_value(c->rank, i, round);
-                memset(calls[f].out, 0xff, (size_t) total * sizeof(int));
-            }
-            check_rc(&ck, MPI_Startall(C_MAIN_COLLS, reqs), "MPI_Startall");
-            check_rc(&ck, MPI_Waitall(C_MAIN_COLLS, reqs, MPI_STATUSES_IGNORE), "MPI_Waitall");
-            for (int f = 0; f < C_MAIN_COLLS; f++) nb_check(c, &calls[f], round, &ck);
-        }
-        for (int f = 0; f < C_MAIN_COLLS; f++) {
-            check_rc(&ck, MPI_Request_free(&reqs[f]), "MPI_Request_free");
-            free(calls[f].in);
-            free(calls[f].out);
-        }
-        free(counts);
-        check_end(&ck);
+        warm_up(&g_comms[ci]);
+        persistent_rounds(&g_comms[ci]);
     }
+    /* A fresh communicator whose first calls are these persistent ones: set up by the
+     * first of them, its starts held until the set-up ends (CTest expects themis). */
+    MPI_Comm d;
+    MPI_Comm_dup(MPI_COMM_WORLD, &d);
+    comm_info c;
+    comm_info_init(&c, d, "chk_pers_cold");
+    persistent_rounds(&c);
+    comm_info_free(&c);
 #else
     if (g_rank == 0) printf("themis_mpi_check: no pcollreq extension: persistent family skipped\n");
 #endif
 }
+
+#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+/* One persistent request of each form on c, started together three times. */
+static void persistent_rounds(comm_info *c)
+{
+    const int n = c->size, count = (int) themis_count(c, sizeof(int), false);
+    const int per_rank = 3 * (count / n / 3 + 1); /* whole contig(3, MPI_INT) elements */
+    nb_call calls[C_MAIN_COLLS];
+    MPI_Request reqs[C_MAIN_COLLS];
+    int *counts = xmalloc((size_t) n * sizeof(int));
+    for (int r = 0; r < n; r++) counts[r] = per_rank;
+    const bool free_early = opt.free_early && n == g_size;
+    MPI_Op sum = MPI_SUM;
+    MPI_Datatype block = MPI_INT; /* allgather's element */
+    int per_block = 1;
+    if (free_early) {
+        MPI_Op_create(nb_user_sum, 1, &sum);
+        MPI_Type_contiguous(3, MPI_INT, &block);
+        MPI_Type_commit(&block);
+        per_block = 3;
+    }
+    check_t ck;
+    check_start(&ck, "persistent forms comm=%s count=%d, 3 MPI_Startall rounds%s", c->name,
+                count, free_early ? ", user op and contig(3,MPI_INT) freed after init" : "");
+    for (int f = 0; f < C_MAIN_COLLS; f++) {
+        nb_call *x = &calls[f];
+        x->form = f, x->count = f == C_ALLREDUCE ? count : per_rank;
+        const size_t total = (size_t) (f == C_ALLREDUCE ? count : per_rank * n);
+        x->in = xmalloc(total * sizeof(int));
+        x->out = xmalloc(total * sizeof(int));
+        int rc;
+        switch (f) {
+        case C_ALLREDUCE:
+            rc = MPIX_Allreduce_init(x->in, x->out, count, MPI_INT, sum, c->comm,
+                                     MPI_INFO_NULL, &reqs[f]);
+            break;
+        case C_REDUCE_SCATTER:
+            rc = MPIX_Reduce_scatter_init(x->in, x->out, counts, MPI_INT, sum, c->comm,
+                                          MPI_INFO_NULL, &reqs[f]);
+            break;
+        case C_REDUCE_SCATTER_BLOCK:
+            rc = MPIX_Reduce_scatter_block_init(x->in, x->out, per_rank, MPI_INT, sum,
+                                                c->comm, MPI_INFO_NULL, &reqs[f]);
+            break;
+        default:
+            rc = MPIX_Allgather_init(x->in + (size_t) c->rank * per_rank,
+                                     per_rank / per_block, block, x->out,
+                                     per_rank / per_block, block, c->comm, MPI_INFO_NULL,
+                                     &reqs[f]);
+        }
+        check_rc(&ck, rc, coll_names[f]);
+    }
+    if (free_early) {
+        MPI_Op_free(&sum);
+        MPI_Type_free(&block);
+    }
+    for (int round = 0; round < 3; round++) {
+        for (int f = 0; f < C_MAIN_COLLS; f++) {
+            const int total = f == C_ALLREDUCE ? count : per_rank * n;
+            for (int i = 0; i < total; i++) calls[f].in[i] = nb_value(c->rank, i, round);
+            memset(calls[f].out, 0xff, (size_t) total * sizeof(int));
+        }
+        check_rc(&ck, MPI_Startall(C_MAIN_COLLS, reqs), "MPI_Startall");
+        check_rc(&ck, MPI_Waitall(C_MAIN_COLLS, reqs, MPI_STATUSES_IGNORE), "MPI_Waitall");
+        for (int f = 0; f < C_MAIN_COLLS; f++) nb_check(c, &calls[f], round, &ck);
+    }
+    for (int f = 0; f < C_MAIN_COLLS; f++) {
+        check_rc(&ck, MPI_Request_free(&reqs[f]), "MPI_Request_free");
+        free(calls[f].in);
+        free(calls[f].out);
+    }
+    free(counts);
+    check_end(&ck);
+}
+#endif
 
 /* nbfail (run with THEMIS_TEST_FAIL_NONBLOCKING=1 on every rank: every nonblocking call
  * themis runs then fails in the progress loop): MPI_Wait returns an error of class
@@ -374,5 +457,6 @@ void family_nonblocking(void)
     }
     nb_orders("chk_order", true);
     nb_orders("chk_order_cold", false);
-    nb_set_up_at_barrier();
+    nb_cold_loop("chk_nb_cold2", 2, 3);
+    nb_cold_loop("chk_nb_cold3", 3, 2);
 }

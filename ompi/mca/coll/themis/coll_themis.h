@@ -34,10 +34,8 @@ enum { THEMIS_CUDA_IPC_AUTO = 0, THEMIS_CUDA_IPC_OFF = 1 };
 /* Every coll slot themis takes over, once: X(slot, ID) with the slot's name in Open MPI's
  * module (coll_<slot>, mca_coll_base_module_<slot>_fn_t) and its index for per-slot
  * bookkeeping (THEMIS_COLL_<ID>). The blocking forms, then the nonblocking and the
- * persistent ones in the same order; last the barrier, where a communicator only
- * nonblocking calls have used is set up (the barrier itself is the previous module's).
- * Everything per slot (saved previous layer, its lifetime, the module's functions, the
- * stats names) is generated from this list. */
+ * persistent ones in the same order. Everything per slot (saved previous layer, its lifetime, the
+ * module's functions, the stats names) is generated from this list. */
 #define THEMIS_SLOTS(X)                                                                            \
     X(allreduce, ALLREDUCE)                                                                        \
     X(reduce_scatter, REDUCE_SCATTER)                                                              \
@@ -50,8 +48,7 @@ enum { THEMIS_CUDA_IPC_AUTO = 0, THEMIS_CUDA_IPC_OFF = 1 };
     X(allreduce_init, ALLREDUCE_INIT)                                                              \
     X(reduce_scatter_init, REDUCE_SCATTER_INIT)                                                    \
     X(reduce_scatter_block_init, REDUCE_SCATTER_BLOCK_INIT)                                        \
-    X(allgather_init, ALLGATHER_INIT)                                                              \
-    X(barrier, BARRIER)
+    X(allgather_init, ALLGATHER_INIT)
 
 #define THEMIS_SLOT_INDEX(slot, id) THEMIS_COLL_##id,
 enum { THEMIS_SLOTS(THEMIS_SLOT_INDEX) THEMIS_COLL_COUNT };
@@ -96,9 +93,10 @@ typedef struct mca_coll_themis_component_t {
 
 OMPI_MODULE_DECLSPEC extern mca_coll_themis_component_t mca_coll_themis_component;
 
-/* Lazy set-up of a communicator: it happens on the first eligible call, never in
- * enable (creating communicators there deadlocks, see README "Design"). */
-enum { THEMIS_SETUP_PENDING = 0, THEMIS_SETUP_READY, THEMIS_SETUP_DECLINED };
+/* Lazy set-up of a communicator: it starts on the first eligible call, never in enable
+ * (creating communicators there deadlocks, see README "Design"), and runs from the
+ * progress loop until it ends ready or declined (coll_themis_setup_task.h). */
+enum { THEMIS_SETUP_PENDING = 0, THEMIS_SETUP_RUNNING, THEMIS_SETUP_READY, THEMIS_SETUP_DECLINED };
 
 struct themis_context; /* C++: per-communicator topology, engine and plan cache */
 
@@ -112,17 +110,10 @@ typedef struct mca_coll_themis_module_t {
     THEMIS_SLOTS(THEMIS_PREVIOUS_FIELDS)
 #undef THEMIS_PREVIOUS_FIELDS
 
+    /* The communicator the previous layer's calls take (the module's own). */
     struct ompi_communicator_t *comm;
     int setup_state;
-    /* True while set-up creates communicators: calls that come back into our slots
-     * (Open MPI runs allreduce/allgather on the parent to do that) go to the
-     * previous module. */
-    bool in_setup;
-    /* An eligible nonblocking or persistent call found the communicator not set up: the
-     * next MPI_Barrier sets it up (with device buffers if that call had them here). */
-    bool setup_wanted;
-    bool setup_wanted_device;
-    struct themis_context *context;
+    struct themis_context *context; /* from the start of set-up on */
 
     /* Calls per collective, and how many themis ran itself (verbose >= 2 prints them
      * when the communicator is freed). */
@@ -191,9 +182,6 @@ int mca_coll_themis_allgather_init(const void *sbuf, int scount, struct ompi_dat
                                    struct ompi_communicator_t *comm, struct ompi_info_t *info,
                                    ompi_request_t **request, mca_coll_base_module_t *module);
 
-/* coll_themis_barrier.cpp */
-int mca_coll_themis_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
-
 /* coll_themis_component.c: prints a message of help-coll-themis.txt from this
  * process; whether this is the job's first process (to print a message once); puts
  * every parameter outside its valid range back to its default, said once per job. */
@@ -213,8 +201,16 @@ extern const mca_coll_themis_info_key_t mca_coll_themis_info_keys[];
 /* `text` as a value of info key `key`: its entry in the key's values, NULL if none. */
 const mca_base_var_enum_value_t *mca_coll_themis_info_value(const char *key, const char *text);
 
+/* coll_themis_module.c: the previous layer of `comm`'s own collectives, as a module whose
+ * previous_* slots and comm are `comm`'s (a declined communicator's private duplicate:
+ * coll_themis_setup_task.h); freed with free(). */
+mca_coll_themis_module_t *mca_coll_themis_fallback_new(struct ompi_communicator_t *comm);
+
 /* coll_themis_context.cpp: releases the C++ state of a communicator. */
 void mca_coll_themis_context_free(struct themis_context *context);
+
+/* coll_themis_setup_task.cpp: stops advancing set-ups (component close). */
+void mca_coll_themis_setup_finalize(void);
 
 /* coll_themis_request.cpp: stops progressing nonblocking calls (component close). */
 void mca_coll_themis_request_finalize(void);

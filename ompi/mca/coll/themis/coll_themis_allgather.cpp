@@ -119,15 +119,23 @@ int allgather_on_device(const void *sbuf, int scount, ompi_datatype_t *sdtype, v
             return prepare_allgather_device(ctx, sbuf, scount, sdtype, rbuf, rcount, rdtype);
         },
         [=] { return allgather_copies(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm); },
-        [=](mca_coll_themis_module_t *m, const void *s, void *r, ompi_request_t **request) {
-            return request ? m->previous_iallgather(s, scount, sdtype, r, rcount, rdtype, comm,
-                                                    request, m->previous_iallgather_module)
-                           : m->previous_allgather(s, scount, sdtype, r, rcount, rdtype, comm,
-                                                   m->previous_allgather_module);
+        [=](mca_coll_themis_module_t *b, const void *s, void *r, ompi_request_t **request) {
+            return request ? b->previous_iallgather(s, scount, sdtype, r, rcount, rdtype, b->comm,
+                                                    request, b->previous_iallgather_module)
+                           : b->previous_allgather(s, scount, sdtype, r, rcount, rdtype, b->comm,
+                                                   b->previous_allgather_module);
         },
         started);
 }
 #endif
+
+// Layer b's MPI_Iallgather: what a declined communicator's eligible calls run.
+auto iallgather_below(int scount, ompi_datatype_t *sdtype, int rcount, ompi_datatype_t *rdtype) {
+    return [=](mca_coll_themis_module_t *b, const void *s, void *r, ompi_request_t **request) {
+        return b->previous_iallgather(s, scount, sdtype, r, rcount, rdtype, b->comm, request,
+                                      b->previous_iallgather_module);
+    };
+}
 
 const char *allgather_unsupported(int rcount, ompi_datatype_t *rdtype, ompi_communicator_t *comm) {
     size_t type_size = 0;
@@ -154,7 +162,7 @@ extern "C" int mca_coll_themis_allgather(const void *sbuf, int scount,
         module, comm, THEMIS_COLL_ALLGATHER, "MPI_Allgather", unsupported,
         [&](Context &ctx) { allgather(ctx, sbuf, scount, sdtype, rbuf, rcount, rdtype); },
         [&](mca_coll_themis_module_t *m) {
-            return m->previous_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
+            return m->previous_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, m->comm,
                                          m->previous_allgather_module);
         });
 }
@@ -169,7 +177,7 @@ extern "C" int mca_coll_themis_iallgather(const void *sbuf, int scount,
 #if THEMIS_HAVE_CUDA
     if (cuda::on_device(sbuf) || cuda::on_device(rbuf))
         return start_on_device(
-            [&](std::unique_ptr<PendingCall> *started) {
+            [=](std::unique_ptr<PendingCall> *started) {
                 return allgather_on_device(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, module,
                                            THEMIS_COLL_IALLGATHER, "MPI_Iallgather", unsupported,
                                            started);
@@ -177,14 +185,11 @@ extern "C" int mca_coll_themis_iallgather(const void *sbuf, int scount,
             comm, request);
 #endif
     return start_or_delegate(
-        module, comm, THEMIS_COLL_IALLGATHER, "MPI_Iallgather", unsupported, request,
-        [&](Context &ctx) {
+        module, comm, THEMIS_COLL_IALLGATHER, "MPI_Iallgather", unsupported, sbuf, rbuf, request,
+        [=](Context &ctx) {
             return prepare_allgather(ctx, sbuf, scount, sdtype, rbuf, rcount, rdtype);
         },
-        [&](mca_coll_themis_module_t *m) {
-            return m->previous_iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request,
-                                          m->previous_iallgather_module);
-        });
+        iallgather_below(scount, sdtype, rcount, rdtype));
 }
 
 extern "C" int mca_coll_themis_allgather_init(const void *sbuf, int scount,
@@ -211,9 +216,10 @@ extern "C" int mca_coll_themis_allgather_init(const void *sbuf, int scount,
 #endif
         },
         [&](mca_coll_themis_module_t *m, const void *s, void *r, ompi_request_t **req) {
-            return m->previous_allgather_init(s, scount, sdtype, r, rcount, rdtype, comm, info, req,
-                                              m->previous_allgather_init_module);
+            return m->previous_allgather_init(s, scount, sdtype, r, rcount, rdtype, m->comm, info,
+                                              req, m->previous_allgather_init_module);
         },
+        iallgather_below(scount, sdtype, rcount, rdtype),
         [=] {
 #if THEMIS_HAVE_CUDA
             return allgather_copies(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm);

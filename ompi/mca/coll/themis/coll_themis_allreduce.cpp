@@ -106,15 +106,23 @@ int allreduce_on_device(const void *sbuf, void *rbuf, int count, ompi_datatype_t
         module, comm, collective, name, unsupported,
         [=](Context &ctx) { return prepare_allreduce_device(ctx, sbuf, rbuf, count, dtype, op); },
         [=] { return allreduce_copies(sbuf, rbuf, count, dtype); },
-        [=](mca_coll_themis_module_t *m, const void *s, void *r, ompi_request_t **request) {
-            return request ? m->previous_iallreduce(s, r, count, dtype, op, comm, request,
-                                                    m->previous_iallreduce_module)
-                           : m->previous_allreduce(s, r, count, dtype, op, comm,
-                                                   m->previous_allreduce_module);
+        [=](mca_coll_themis_module_t *b, const void *s, void *r, ompi_request_t **request) {
+            return request ? b->previous_iallreduce(s, r, count, dtype, op, b->comm, request,
+                                                    b->previous_iallreduce_module)
+                           : b->previous_allreduce(s, r, count, dtype, op, b->comm,
+                                                   b->previous_allreduce_module);
         },
         started);
 }
 #endif
+
+// Layer b's MPI_Iallreduce: what a declined communicator's eligible calls run.
+auto iallreduce_below(int count, ompi_datatype_t *dtype, ompi_op_t *op) {
+    return [=](mca_coll_themis_module_t *b, const void *s, void *r, ompi_request_t **request) {
+        return b->previous_iallreduce(s, r, count, dtype, op, b->comm, request,
+                                      b->previous_iallreduce_module);
+    };
+}
 
 const char *allreduce_unsupported(int count, ompi_datatype_t *dtype, ompi_op_t *op) {
     size_t type_size = 0;
@@ -139,7 +147,7 @@ extern "C" int mca_coll_themis_allreduce(const void *sbuf, void *rbuf, int count
         module, comm, THEMIS_COLL_ALLREDUCE, "MPI_Allreduce", unsupported,
         [&](Context &ctx) { allreduce(ctx, sbuf, rbuf, count, dtype, op); },
         [&](mca_coll_themis_module_t *m) {
-            return m->previous_allreduce(sbuf, rbuf, count, dtype, op, comm,
+            return m->previous_allreduce(sbuf, rbuf, count, dtype, op, m->comm,
                                          m->previous_allreduce_module);
         });
 }
@@ -153,7 +161,7 @@ extern "C" int mca_coll_themis_iallreduce(const void *sbuf, void *rbuf, int coun
 #if THEMIS_HAVE_CUDA
     if (cuda::on_device(sbuf) || cuda::on_device(rbuf))
         return start_on_device(
-            [&](std::unique_ptr<PendingCall> *started) {
+            [=](std::unique_ptr<PendingCall> *started) {
                 return allreduce_on_device(sbuf, rbuf, count, dtype, op, comm, module,
                                            THEMIS_COLL_IALLREDUCE, "MPI_Iallreduce", unsupported,
                                            started);
@@ -161,12 +169,9 @@ extern "C" int mca_coll_themis_iallreduce(const void *sbuf, void *rbuf, int coun
             comm, request);
 #endif
     return start_or_delegate(
-        module, comm, THEMIS_COLL_IALLREDUCE, "MPI_Iallreduce", unsupported, request,
-        [&](Context &ctx) { return prepare_allreduce(ctx, sbuf, rbuf, count, dtype, op); },
-        [&](mca_coll_themis_module_t *m) {
-            return m->previous_iallreduce(sbuf, rbuf, count, dtype, op, comm, request,
-                                          m->previous_iallreduce_module);
-        });
+        module, comm, THEMIS_COLL_IALLREDUCE, "MPI_Iallreduce", unsupported, sbuf, rbuf, request,
+        [=](Context &ctx) { return prepare_allreduce(ctx, sbuf, rbuf, count, dtype, op); },
+        iallreduce_below(count, dtype, op));
 }
 
 extern "C" int mca_coll_themis_allreduce_init(const void *sbuf, void *rbuf, int count,
@@ -190,9 +195,10 @@ extern "C" int mca_coll_themis_allreduce_init(const void *sbuf, void *rbuf, int 
 #endif
         },
         [&](mca_coll_themis_module_t *m, const void *s, void *r, ompi_request_t **req) {
-            return m->previous_allreduce_init(s, r, count, dtype, op, comm, info, req,
+            return m->previous_allreduce_init(s, r, count, dtype, op, m->comm, info, req,
                                               m->previous_allreduce_init_module);
         },
+        iallreduce_below(count, dtype, op),
         [=] {
 #if THEMIS_HAVE_CUDA
             return allreduce_copies(sbuf, rbuf, count, dtype);

@@ -1,6 +1,7 @@
 // coll_themis_calibrate.cpp: measured, cached or given rates (see coll_themis_calibrate.h).
 #include "coll_themis_calibrate.h"
 #include "coll_themis_params.h"
+#include "coll_themis_setup_task.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -111,13 +112,10 @@ std::string process_key(ompi_communicator_t *comm, const RankLayout &layout,
     return key.str();
 }
 
-void agree_max(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
-               std::vector<double> &values) {
+void agree_max(mca_coll_themis_module_t *m, ompi_communicator_t *, std::vector<double> &values) {
     std::vector<double> all(values.size());
-    int rc =
-        m->previous_allreduce(values.data(), all.data(), int(values.size()), &ompi_mpi_double.dt,
-                              &ompi_mpi_op_max.op, comm, m->previous_allreduce_module);
-    if (rc != OMPI_SUCCESS) throw std::runtime_error("agreeing on measured values failed");
+    setup_allreduce(m, values.data(), all.data(), int(values.size()), &ompi_mpi_double.dt,
+                    &ompi_mpi_op_max.op);
     values = all;
 }
 

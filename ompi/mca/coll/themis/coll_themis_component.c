@@ -380,6 +380,7 @@ static int themis_open(void)
 
 static int themis_close(void)
 {
+    mca_coll_themis_setup_finalize();
     mca_coll_themis_request_finalize();
 #if THEMIS_HAVE_UCX
     mca_coll_themis_ucx_finalize();

@@ -2,6 +2,7 @@
 // its engine, the trace (set-up itself: coll_themis_setup.cpp).
 #include "coll_themis_context.h"
 
+#include <cstdlib>
 #include <cstring>
 
 #include "opal/util/info.h"
@@ -164,5 +165,11 @@ int report_failure(const char *collective, const std::exception &e) {
 }
 
 } // namespace themis
+
+themis_context::~themis_context() {
+    context.reset(); // its transports use the duplicate
+    std::free(fallback);
+    if (dup) ompi_comm_free(&dup);
+}
 
 extern "C" void mca_coll_themis_context_free(struct themis_context *context) { delete context; }

@@ -139,11 +139,9 @@ class Context {
                                       const RunOptions &options, bool nonblocking);
 };
 
-// The module's context, set up on first use; nullptr when themis declines.
-// `device_buffers`: the call that may set it up carries device buffers (CUDA builds: a
-// communicator set up by such calls on every rank may run device-direct).
-Context *context_for(mca_coll_themis_module_t *module, ompi_communicator_t *comm,
-                     bool device_buffers);
+// The module's context once its set-up ended; nullptr while it runs or when themis
+// declined the communicator.
+Context *context_of(const mca_coll_themis_module_t *module);
 
 // Set-up's agreement: true on every rank when `ok` is true on every rank (collective).
 bool all_agree(mca_coll_themis_module_t *m, ompi_communicator_t *comm, bool ok);
@@ -153,7 +151,15 @@ int report_failure(const char *collective, const std::exception &e);
 
 } // namespace themis
 
-// The C-visible name of the per-communicator state.
+// The C-visible name of the per-communicator state, from the start of its set-up on.
 struct themis_context {
-    std::unique_ptr<themis::Context> context;
+    std::unique_ptr<themis::Context> context; // set up: themis runs the communicator
+    ompi_communicator_t *dup = nullptr;       // the private duplicate, once made
+    // Declined after a set-up: the private duplicate's collectives, where its eligible
+    // nonblocking and persistent calls go (coll_themis_setup_task.h).
+    mca_coll_themis_module_t *fallback = nullptr;
+    themis_context() = default;
+    themis_context(const themis_context &) = delete;
+    themis_context &operator=(const themis_context &) = delete;
+    ~themis_context();
 };

@@ -3,6 +3,7 @@
 // handles it exchanges cuda/ipc_handles.cpp.
 #include "coll_themis_cuda_ipc.h"
 #include "coll_themis_params.h"
+#include "coll_themis_setup_task.h"
 
 #include <unistd.h>
 
@@ -59,9 +60,8 @@ bool ipc_probe(mca_coll_themis_module_t *m, ompi_communicator_t *comm, const Ran
         failure = e.what();
     }
     std::vector<Probe> all(static_cast<size_t>(size));
-    int rc = m->previous_allgather(&mine, sizeof mine, &ompi_mpi_byte.dt, all.data(), sizeof mine,
-                                   &ompi_mpi_byte.dt, comm, m->previous_allgather_module);
-    bool ok = rc == OMPI_SUCCESS && mine.ok;
+    setup_allgather(m, &mine, all.data(), int(sizeof mine));
+    bool ok = mine.ok;
     for (const Probe &p : all) ok = ok && p.ok;
     // Read every node-dimension peer's buffer through its handle and check the pattern.
     for (int rank : peer_ranks(layout, position, node_dims)) {
@@ -86,10 +86,9 @@ bool ipc_probe(mca_coll_themis_module_t *m, ompi_communicator_t *comm, const Ran
         }
     }
     int flag = ok ? 1 : 0, every = 0;
-    rc = m->previous_allreduce(&flag, &every, 1, &ompi_mpi_int.dt, &ompi_mpi_op_min.op, comm,
-                               m->previous_allreduce_module);
+    setup_allreduce(m, &flag, &every, 1, &ompi_mpi_int.dt, &ompi_mpi_op_min.op);
     if (buf) device_memory().release(buf, kBytes); // every peer is done reading it
-    if (rc == OMPI_SUCCESS && every == 1) return true;
+    if (every == 1) return true;
     if (!candidate)
         why = "this rank cannot (coll_themis_cuda_ipc=off, coll_themis_cuda not auto, no CUDA "
               "context, or a driver without IPC)";

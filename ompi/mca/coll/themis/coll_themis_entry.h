@@ -1,17 +1,13 @@
 // coll_themis_entry.h: the pattern every collective entry point follows.
 //
-//   1. calls that come back while themis sets a communicator up, and calls themis
-//      does not accelerate, go to the previous module unchanged;
-//   2. the communicator's context is set up on its first eligible call;
-//   3. the collective runs; a failure is reported with a help message.
+//   1. calls themis does not accelerate go to the previous module unchanged, at once;
+//   2. the communicator's set-up starts on its first eligible call, blocking or not
+//      (coll_themis_setup_task.h): a blocking call waits for it, a nonblocking or
+//      persistent one returns at once and is held until it ends;
+//   3. the collective runs on themis, or, if the communicator was declined, on the module
+//      below (nonblocking and persistent calls on the private duplicate's, see
+//      coll_themis_setup_task.h); a failure is reported with a help message.
 //
-// The nonblocking forms (start_or_delegate) decide alike, with one difference: they never
-// set a communicator up. Set-up is collective and blocking, and MPI lets ranks start
-// nonblocking collectives on different communicators in different orders: a rank setting
-// up A while its peer sets up B would wait forever. So a communicator's nonblocking calls
-// run on themis once a blocking call has set it up; before, the previous module runs them,
-// and the communicator's next MPI_Barrier (blocking, entered by every rank in the same
-// order as its other collectives) sets it up (coll_themis_barrier.cpp).
 // A collective is prepared (inputs in place, plan request, what completes it), then
 // run to the end (blocking) or started and completed from the progress loop.
 //
@@ -25,6 +21,7 @@
 #include "coll_themis_context.h"
 #include "coll_themis_cuda.h"
 #include "coll_themis_request.h"
+#include "coll_themis_setup_task.h"
 
 #include <cstdlib>
 #include <functional>
@@ -84,47 +81,33 @@ class EngineCall : public PendingCall {
     std::unique_ptr<StartedRun> started_;
 };
 
-// Whether a call may set its communicator up, and with what buffers. Blocking calls set
-// it up; nonblocking ones use it once set up, or ask the next barrier to set it up.
-// Whether a communicator runs its node dimensions device-direct is decided then, once, by
-// every rank together: only a communicator whose first call carries device buffers
-// everywhere (a GPU application's gradient communicator, say) pays the device-memory path
-// for host buffers later; one set up by host buffers keeps the plain transport.
-enum class SetUp { AtBarrier, AtBarrierByDevice, ByHostCall, ByDeviceCall };
-
-// The context a call runs on, or nullptr: the previous module runs it.
-inline Context *eligible_context(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
-                                 const char *unsupported, SetUp set_up) {
-    if (unsupported) return nullptr;
-    if (set_up == SetUp::ByHostCall || set_up == SetUp::ByDeviceCall)
-        return context_for(m, comm, set_up == SetUp::ByDeviceCall);
-    if (m->setup_state == THEMIS_SETUP_PENDING) {
-        m->setup_wanted = true;
-        m->setup_wanted_device |= set_up == SetUp::AtBarrierByDevice;
-    }
-    return m->context ? m->context->context.get() : nullptr;
+// The layer a declined communicator's eligible nonblocking and persistent calls go to:
+// its private duplicate's, where there is one (coll_themis_setup_task.h).
+inline mca_coll_themis_module_t *below_for_nonblocking(mca_coll_themis_module_t *m) {
+    return m->context && m->context->fallback ? m->context->fallback : m;
 }
 
+inline void say_unsupported(const char *name, const char *unsupported) {
+    opal_output_verbose(5, mca_coll_themis_component.output,
+                        "coll:themis: %s to the previous module: %s", name, unsupported);
+}
+
+// The blocking form: `run(ctx)` on themis, or `previous(m)` hands the call down.
+// `device_buffers`: the call's buffers are device memory (CUDA builds).
 template <typename Run, typename Previous>
 int run_or_delegate(mca_coll_base_module_t *module, ompi_communicator_t *comm, int collective,
                     const char *name, const char *unsupported, Run run, Previous previous,
-                    SetUp set_up = SetUp::ByHostCall) {
+                    bool device_buffers = false) {
     auto *m = reinterpret_cast<mca_coll_themis_module_t *>(module);
-    if (m->in_setup) return previous(m);
     ++m->calls[collective];
-    Context *ctx = eligible_context(m, comm, unsupported, set_up);
-    if (ctx == nullptr) {
-        if (unsupported)
-            opal_output_verbose(5, mca_coll_themis_component.output,
-                                "coll:themis: %s to the previous module: %s", name, unsupported);
+    if (unsupported) {
+        say_unsupported(name, unsupported);
         return previous(m);
     }
-    // Reset on every way out: a blocking call later must not pass its load on.
-    struct NonblockingCall {
-        Context &ctx;
-        ~NonblockingCall() { ctx.nonblocking_call = false; }
-    } scope{*ctx};
-    ctx->nonblocking_call = set_up == SetUp::AtBarrier || set_up == SetUp::AtBarrierByDevice;
+    begin_setup(m, comm, device_buffers);
+    finish_setup(m);
+    Context *ctx = context_of(m);
+    if (ctx == nullptr) return previous(m);
     try {
         run(*ctx);
     } catch (const std::exception &e) {
@@ -150,6 +133,59 @@ class FinishedCall : public PendingCall {
     std::string why_;
 };
 
+// A call the module below runs on a request of its own: complete with it.
+class BelowCall : public PendingCall {
+  public:
+    explicit BelowCall(ompi_request_t *inner) : inner_(inner) {}
+    bool progress() override {
+        if (!REQUEST_COMPLETE(inner_)) return false;
+        const int rc = inner_->req_status.MPI_ERROR;
+        ompi_request_free(&inner_);
+        if (rc != OMPI_SUCCESS) throw std::runtime_error("the previous module's call failed");
+        return true;
+    }
+
+  private:
+    ompi_request_t *inner_;
+};
+
+// `previous(b, sbuf, rbuf, &request)`, the nonblocking form of layer `b`, as a call.
+template <typename Previous> std::unique_ptr<PendingCall>
+below_call(const Previous &previous, mca_coll_themis_module_t *b, const void *sbuf, void *rbuf) {
+    ompi_request_t *inner = nullptr;
+    const int rc = previous(b, sbuf, rbuf, &inner);
+    if (rc != OMPI_SUCCESS)
+        return std::make_unique<FinishedCall>(rc, "the previous module could not start the call");
+    return std::make_unique<BelowCall>(inner);
+}
+
+// An eligible nonblocking call (or a persistent request's run): on themis, `on_themis(ctx)`
+// gives the call in flight; declined, `on_below(b)` hands it to layer b. It starts the
+// communicator's set-up if need be, and is held while that runs (coll_themis_setup_task.h).
+template <typename OnThemis, typename OnBelow> std::unique_ptr<PendingCall>
+nonblocking_call(mca_coll_themis_module_t *m, ompi_communicator_t *comm, int collective,
+                 const char *name, bool device_buffers, OnThemis on_themis, OnBelow on_below) {
+    begin_setup(m, comm, device_buffers);
+    Launch launch = [=]() -> std::unique_ptr<PendingCall> {
+        try {
+            Context *ctx = context_of(m);
+            if (ctx == nullptr) return on_below(below_for_nonblocking(m));
+            // Its runs pass their load on, whichever path runs it on this rank.
+            struct NonblockingCall {
+                Context &ctx;
+                ~NonblockingCall() { ctx.nonblocking_call = false; }
+            } scope{*ctx};
+            ctx->nonblocking_call = true;
+            std::unique_ptr<PendingCall> call = on_themis(*ctx);
+            ++m->accelerated[collective];
+            return call;
+        } catch (const std::exception &e) {
+            return std::make_unique<FinishedCall>(report_failure(name, e));
+        }
+    };
+    return setup_running(m) ? hold_until_setup(m, std::move(launch)) : launch();
+}
+
 // Tests only (test/mpi, mpi_np4_2x2_nonblocking_fails): with THEMIS_TEST_FAIL_NONBLOCKING
 // set, every nonblocking call themis runs fails in the progress loop, as one whose
 // transport failed would, so that the error's way to the caller is tested.
@@ -158,26 +194,33 @@ inline bool nonblocking_fails_for_test() {
     return set;
 }
 
-// The nonblocking form: `prepare(ctx)` gives the Prepared collective, started on the
-// engine with a request completed from the progress loop; `previous(m)` hands the call
-// down.
+// The engine's call for a host-buffer collective `prepare(ctx)` gives.
+template <typename Prepare> std::unique_ptr<PendingCall>
+engine_call(ompi_communicator_t *comm, Context &ctx, const Prepare &prepare) {
+    if (nonblocking_fails_for_test())
+        return std::make_unique<FinishedCall>(OMPI_ERROR, "THEMIS_TEST_FAIL_NONBLOCKING is set");
+    return std::make_unique<EngineCall>(comm, ctx, prepare(ctx));
+}
+
+// The nonblocking form on host buffers: `prepare(ctx)` gives the Prepared collective,
+// started on the engine with a request completed from the progress loop;
+// `previous(b, sbuf, rbuf, request)` is layer b's nonblocking form.
 template <typename Prepare, typename Previous>
 int start_or_delegate(mca_coll_base_module_t *module, ompi_communicator_t *comm, int collective,
-                      const char *name, const char *unsupported, ompi_request_t **request,
-                      Prepare prepare, Previous previous) {
-    return run_or_delegate(
-        module, comm, collective, name, unsupported,
-        [&](Context &ctx) {
-            std::unique_ptr<PendingCall> call;
-            if (nonblocking_fails_for_test())
-                call = std::make_unique<FinishedCall>(OMPI_ERROR,
-                                                      "THEMIS_TEST_FAIL_NONBLOCKING is set");
-            else
-                call = std::make_unique<EngineCall>(comm, ctx, prepare(ctx));
-            int rc = start_request(std::move(call), comm, request);
-            if (rc != OMPI_SUCCESS) throw std::runtime_error("starting the request failed");
-        },
-        previous, SetUp::AtBarrier);
+                      const char *name, const char *unsupported, const void *sbuf, void *rbuf,
+                      ompi_request_t **request, Prepare prepare, Previous previous) {
+    auto *m = reinterpret_cast<mca_coll_themis_module_t *>(module);
+    ++m->calls[collective];
+    if (unsupported) {
+        say_unsupported(name, unsupported);
+        return previous(m, sbuf, rbuf, request);
+    }
+    return start_request(
+        nonblocking_call(
+            m, comm, collective, name, false,
+            [=](Context &ctx) { return engine_call(comm, ctx, prepare); },
+            [=](mca_coll_themis_module_t *b) { return below_call(previous, b, sbuf, rbuf); }),
+        comm, request);
 }
 
 // Whether either buffer is device memory (CUDA builds).
@@ -275,84 +318,92 @@ class ThroughHostPersistent {
 };
 #endif
 
-// The persistent form (MPIX_*_init): decided once, at init, like the nonblocking form (a
-// communicator set up by a blocking call, an eligible call), and alike on every rank
-// whatever memory its buffers are in, so that every rank's starts run the same module's
-// same form. Taken: every MPI_Start runs `prepare` on the engine, or with a device buffer
-// `device(&started)` (device_call below). Not taken: `previous(m, sbuf, rbuf, request)`,
-// the module below's persistent form; with a device buffer on `host_copies()`, copied in
-// again at every start (ThroughHostPersistent). `keep`: what the request holds until
-// freed (the module below's own persistent forms may not: Open MPI 4.1.4 retains nothing
-// for a request that is inactive at init).
-template <typename Prepare, typename Device, typename Previous, typename Copies>
+// The persistent form (MPIX_*_init). Eligible: a request of themis's whose every
+// MPI_Start runs like a nonblocking call (nonblocking_call: on the engine, `prepare`, or
+// with a device buffer `device(&started)`, device_call below; declined: `previous(b, sbuf,
+// rbuf, request)`, layer b's nonblocking form), so that every rank's starts take the same
+// way whatever its buffers' memory and however far its set-up has come. Not eligible: the
+// module below's persistent form, `previous_init(m, sbuf, rbuf, request)`; with a device
+// buffer on `host_copies()`, copied in again at every start (ThroughHostPersistent).
+// `keep`: what the request holds until freed (the module below's own persistent forms may
+// not: Open MPI 4.1.4 retains nothing for a request that is inactive at init). Its starts
+// are counted as calls.
+template <typename Prepare, typename Device, typename PreviousInit, typename Previous,
+          typename Copies>
 int init_or_delegate(mca_coll_base_module_t *module, ompi_communicator_t *comm, int collective,
                      const char *name, const char *unsupported, const void *sbuf, void *rbuf,
                      ompi_request_t **request, std::vector<opal_object_t *> keep, Prepare prepare,
-                     Device device, Previous previous, Copies host_copies) {
+                     Device device, PreviousInit previous_init, Previous previous,
+                     Copies host_copies) {
+    auto *m = reinterpret_cast<mca_coll_themis_module_t *>(module);
     const bool on_device = any_on_device(sbuf, rbuf);
     auto kept = std::make_shared<Retained>(std::move(keep));
-    return run_or_delegate(
-        module, comm, collective, name, unsupported,
-        [&](Context &ctx) {
-            Context *c = &ctx;
-            Starter start = [=]() -> std::unique_ptr<PendingCall> {
-                (void)kept; // held as long as the request
-                if (!on_device) return std::make_unique<EngineCall>(comm, *c, prepare(*c));
-                std::unique_ptr<PendingCall> started;
-                const int rc = device(&started);
-                return started ? std::move(started) : std::make_unique<FinishedCall>(rc);
-            };
-            if (persistent_request(std::move(start), comm, request) != OMPI_SUCCESS)
-                throw std::runtime_error("making the persistent request failed");
-        },
-        [&](mca_coll_themis_module_t *m) -> int {
+    if (unsupported) {
+        ++m->calls[collective];
+        say_unsupported(name, unsupported);
 #if THEMIS_HAVE_CUDA
-            if (on_device) {
-                try {
-                    auto copies = std::make_shared<HostCopies>(host_copies());
-                    ompi_request_t *inner = nullptr;
-                    const int rc = previous(m, copies->send->get(), copies->recv->get(), &inner);
-                    if (rc != OMPI_SUCCESS) return rc;
-                    auto through = std::make_shared<ThroughHostPersistent>(inner, copies);
-                    return persistent_request(
-                        [=] {
-                            (void)kept;
-                            return through->start();
-                        },
-                        comm, request);
-                } catch (const std::exception &e) {
-                    return report_failure(name, e);
-                }
+        if (on_device) {
+            try {
+                auto copies = std::make_shared<HostCopies>(host_copies());
+                ompi_request_t *inner = nullptr;
+                const int rc = previous_init(m, copies->send->get(), copies->recv->get(), &inner);
+                if (rc != OMPI_SUCCESS) return rc;
+                auto through = std::make_shared<ThroughHostPersistent>(inner, copies);
+                return persistent_request(
+                    [=] {
+                        (void)kept;
+                        return through->start();
+                    },
+                    comm, request);
+            } catch (const std::exception &e) {
+                return report_failure(name, e);
             }
+        }
 #else
-            (void)host_copies;
+        (void)host_copies;
 #endif
-            return previous(m, sbuf, rbuf, request);
-        },
-        on_device ? SetUp::AtBarrierByDevice : SetUp::AtBarrier);
+        return previous_init(m, sbuf, rbuf, request);
+    }
+    begin_setup(m, comm, on_device);
+    Starter start = [=]() -> std::unique_ptr<PendingCall> {
+        (void)kept; // held as long as the request
+        if (on_device) {
+            std::unique_ptr<PendingCall> started;
+            const int rc = device(&started);
+            return started ? std::move(started) : std::make_unique<FinishedCall>(rc);
+        }
+        ++m->calls[collective];
+        return nonblocking_call(
+            m, comm, collective, name, false,
+            [=](Context &ctx) { return engine_call(comm, ctx, prepare); },
+            [=](mca_coll_themis_module_t *b) { return below_call(previous, b, sbuf, rbuf); });
+    };
+    const int rc = persistent_request(std::move(start), comm, request);
+    return rc != OMPI_SUCCESS ? report_failure(name, std::runtime_error("no persistent request"))
+                              : OMPI_SUCCESS;
 }
 
 #if THEMIS_HAVE_CUDA
 // A call with a device buffer: themis's device path (`prepare(ctx)`, a Prepared collective
-// whose bytes may be in device memory, coll_themis_cuda.h) or the module below on
-// `host_copies()` (`previous(m, send, recv, request)`; a CUDA failure becomes an MPI error,
-// as inside themis). Blocking (`started` null): run to the end, and it may set the
-// communicator up; `previous` gets a null request and runs the blocking form. Nonblocking
-// or persistent: *started becomes the call in flight on the engine, or the module's
-// nonblocking form on the host copies (`previous` gets where to put its request).
+// whose bytes may be in device memory, coll_themis_cuda.h) or layer b on `host_copies()`
+// (`previous(b, send, recv, request)`; a CUDA failure becomes an MPI error, as inside
+// themis). Blocking (`started` null): run to the end; `previous` gets a null request and
+// runs the blocking form. Nonblocking or persistent: *started becomes the call in flight
+// (nonblocking_call), `previous` gets where to put its request.
 template <typename Prepare, typename Copies, typename Previous>
 int device_call(mca_coll_base_module_t *module, ompi_communicator_t *comm, int collective,
                 const char *name, const char *unsupported, Prepare prepare, Copies host_copies,
                 Previous previous, std::unique_ptr<PendingCall> *started) {
-    auto through_host = [&](mca_coll_themis_module_t *m) -> int {
+    // Layer b on host copies; `out` null: the blocking form, else its call in flight.
+    auto through_host = [=](mca_coll_themis_module_t *b, std::unique_ptr<PendingCall> *out) -> int {
         try {
             HostCopies copies = host_copies();
             ompi_request_t *inner = nullptr;
             const int rc =
-                previous(m, copies.send->get(), copies.recv->get(), started ? &inner : nullptr);
+                previous(b, copies.send->get(), copies.recv->get(), out ? &inner : nullptr);
             if (rc != OMPI_SUCCESS) return rc;
-            if (started)
-                *started = std::make_unique<ThroughHostCall>(
+            if (out)
+                *out = std::make_unique<ThroughHostCall>(
                     inner, std::make_shared<HostCopies>(std::move(copies)), false);
             else
                 copies.recv->copy_back(copies.back);
@@ -364,14 +415,26 @@ int device_call(mca_coll_base_module_t *module, ompi_communicator_t *comm, int c
     if (started == nullptr)
         return run_or_delegate(
             module, comm, collective, name, unsupported,
-            [&](Context &ctx) { run_prepared(ctx, prepare(ctx)); }, through_host,
-            SetUp::ByDeviceCall);
-    const int rc = run_or_delegate(
-        module, comm, collective, name, unsupported,
-        [&](Context &ctx) { *started = std::make_unique<EngineCall>(comm, ctx, prepare(ctx)); },
-        through_host, SetUp::AtBarrierByDevice);
-    if (!*started) *started = std::make_unique<FinishedCall>(rc);
-    return rc;
+            [&](Context &ctx) { run_prepared(ctx, prepare(ctx)); },
+            [&](mca_coll_themis_module_t *m) { return through_host(m, nullptr); }, true);
+    auto *m = reinterpret_cast<mca_coll_themis_module_t *>(module);
+    ++m->calls[collective];
+    if (unsupported) {
+        say_unsupported(name, unsupported);
+        const int rc = through_host(m, started);
+        if (!*started) *started = std::make_unique<FinishedCall>(rc);
+        return rc;
+    }
+    *started = nonblocking_call(
+        m, comm, collective, name, true,
+        [=](Context &ctx) { return std::make_unique<EngineCall>(comm, ctx, prepare(ctx)); },
+        [=](mca_coll_themis_module_t *b) -> std::unique_ptr<PendingCall> {
+            std::unique_ptr<PendingCall> call;
+            const int rc = through_host(b, &call);
+            if (!call) call = std::make_unique<FinishedCall>(rc);
+            return call;
+        });
+    return OMPI_SUCCESS;
 }
 
 // The nonblocking form with a device buffer: `device(&started)` as device_call above.

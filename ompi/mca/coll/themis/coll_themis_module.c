@@ -3,6 +3,7 @@
  * communication happens lazily on the first eligible call. */
 #include "ompi_config.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "coll_themis.h"
@@ -27,8 +28,6 @@ static void module_construct(mca_coll_themis_module_t *m)
     forget_previous(m);
     m->comm = NULL;
     m->setup_state = THEMIS_SETUP_PENDING;
-    m->in_setup = false;
-    m->setup_wanted = m->setup_wanted_device = false;
     m->context = NULL;
     for (int i = 0; i < THEMIS_COLL_COUNT; ++i) m->calls[i] = m->accelerated[i] = 0;
 }
@@ -95,14 +94,30 @@ static char *info_callback(opal_infosubscriber_t *object, char *key, char *value
     return v ? (char *) v->string : NULL;
 }
 
-static int themis_module_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm)
+/* The layer `comm` runs each slot on now. */
+static void save_previous(mca_coll_themis_module_t *m, struct ompi_communicator_t *comm)
 {
-    mca_coll_themis_module_t *m = (mca_coll_themis_module_t *) module;
 #define SAVE(slot, id)                                                                         \
     m->previous_##slot = comm->c_coll->coll_##slot;                                            \
     m->previous_##slot##_module = comm->c_coll->coll_##slot##_module;
     THEMIS_SLOTS(SAVE)
 #undef SAVE
+}
+
+mca_coll_themis_module_t *mca_coll_themis_fallback_new(struct ompi_communicator_t *comm)
+{
+    mca_coll_themis_module_t *m = calloc(1, sizeof *m);
+    if (NULL == m) return NULL;
+    save_previous(m, comm);
+    m->comm = comm;
+    m->setup_state = THEMIS_SETUP_DECLINED;
+    return m;
+}
+
+static int themis_module_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm)
+{
+    mca_coll_themis_module_t *m = (mca_coll_themis_module_t *) module;
+    save_previous(m, comm);
     if (!has_previous(m)) {
         /* Nothing below us: Open MPI 4.1 needs every slot filled, so themis alone
          * cannot run. Say what to type instead (once per process). */

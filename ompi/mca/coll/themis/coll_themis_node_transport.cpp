@@ -2,6 +2,7 @@
 // (see coll_themis_node_transport.h).
 #include "coll_themis_node_transport.h"
 #include "coll_themis_params.h"
+#include "coll_themis_setup_task.h"
 
 #include <unistd.h>
 
@@ -42,9 +43,8 @@ bool peers_readable(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
     mine.ok = candidate ? 1 : 0;
     if (candidate) allow_peer_reads(); // before any peer tries
     std::vector<Probe> all(size_t(ompi_comm_size(comm)));
-    int rc = m->previous_allgather(&mine, sizeof mine, &ompi_mpi_byte.dt, all.data(), sizeof mine,
-                                   &ompi_mpi_byte.dt, comm, m->previous_allgather_module);
-    bool ok = rc == OMPI_SUCCESS && candidate;
+    setup_allgather(m, &mine, all.data(), int(sizeof mine));
+    bool ok = candidate;
     if (!candidate) why = "this rank's transport is handed device memory";
     for (int rank : peer_ranks(layout, position, node_dims)) {
         if (!ok) break;

@@ -147,10 +147,10 @@ int reduce_scatter_on_device(const void *sbuf, void *rbuf, const std::vector<int
                              const PreviousOnHost &previous) {
     return device_call(
         module, comm, collective, name, unsupported,
-        [&](Context &ctx) {
+        [=](Context &ctx) {
             return prepare_reduce_scatter_device(ctx, sbuf, rbuf, counts, dtype, op);
         },
-        [&] { return reduce_scatter_copies(sbuf, rbuf, counts, dtype, comm); }, previous, started);
+        [=] { return reduce_scatter_copies(sbuf, rbuf, counts, dtype, comm); }, previous, started);
 }
 #endif
 
@@ -179,7 +179,7 @@ extern "C" int mca_coll_themis_reduce_scatter(const void *sbuf, void *rbuf, cons
             sbuf, rbuf, counts, dtype, op, comm, module, THEMIS_COLL_REDUCE_SCATTER,
             "MPI_Reduce_scatter", unsupported, nullptr,
             [&](mca_coll_themis_module_t *m, const void *s, void *r, ompi_request_t **) {
-                return m->previous_reduce_scatter(s, r, rcounts, dtype, op, comm,
+                return m->previous_reduce_scatter(s, r, rcounts, dtype, op, m->comm,
                                                   m->previous_reduce_scatter_module);
             });
 #endif
@@ -187,7 +187,7 @@ extern "C" int mca_coll_themis_reduce_scatter(const void *sbuf, void *rbuf, cons
         module, comm, THEMIS_COLL_REDUCE_SCATTER, "MPI_Reduce_scatter", unsupported,
         [&](Context &ctx) { reduce_scatter(ctx, sbuf, rbuf, counts, dtype, op); },
         [&](mca_coll_themis_module_t *m) {
-            return m->previous_reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm,
+            return m->previous_reduce_scatter(sbuf, rbuf, rcounts, dtype, op, m->comm,
                                               m->previous_reduce_scatter_module);
         });
 }
@@ -205,7 +205,7 @@ extern "C" int mca_coll_themis_reduce_scatter_block(const void *sbuf, void *rbuf
             sbuf, rbuf, counts, dtype, op, comm, module, THEMIS_COLL_REDUCE_SCATTER_BLOCK,
             "MPI_Reduce_scatter_block", unsupported, nullptr,
             [&](mca_coll_themis_module_t *m, const void *s, void *r, ompi_request_t **) {
-                return m->previous_reduce_scatter_block(s, r, rcount, dtype, op, comm,
+                return m->previous_reduce_scatter_block(s, r, rcount, dtype, op, m->comm,
                                                         m->previous_reduce_scatter_block_module);
             });
 #endif
@@ -213,7 +213,7 @@ extern "C" int mca_coll_themis_reduce_scatter_block(const void *sbuf, void *rbuf
         module, comm, THEMIS_COLL_REDUCE_SCATTER_BLOCK, "MPI_Reduce_scatter_block", unsupported,
         [&](Context &ctx) { reduce_scatter(ctx, sbuf, rbuf, counts, dtype, op); },
         [&](mca_coll_themis_module_t *m) {
-            return m->previous_reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm,
+            return m->previous_reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, m->comm,
                                                     m->previous_reduce_scatter_block_module);
         });
 }
@@ -230,7 +230,7 @@ int ireduce_scatter(const void *sbuf, void *rbuf, const std::vector<int> &counts
 #if THEMIS_HAVE_CUDA
     if (cuda::on_device(sbuf) || cuda::on_device(rbuf))
         return start_on_device(
-            [&](std::unique_ptr<PendingCall> *started) {
+            [=](std::unique_ptr<PendingCall> *started) {
                 return reduce_scatter_on_device(sbuf, rbuf, counts, dtype, op, comm, module,
                                                 collective, name, unsupported, started,
                                                 previous_nonblocking);
@@ -238,9 +238,9 @@ int ireduce_scatter(const void *sbuf, void *rbuf, const std::vector<int> &counts
             comm, request);
 #endif
     return start_or_delegate(
-        module, comm, collective, name, unsupported, request,
-        [&](Context &ctx) { return prepare_reduce_scatter(ctx, sbuf, rbuf, counts, dtype, op); },
-        [&](mca_coll_themis_module_t *m) { return previous_nonblocking(m, sbuf, rbuf, request); });
+        module, comm, collective, name, unsupported, sbuf, rbuf, request,
+        [=](Context &ctx) { return prepare_reduce_scatter(ctx, sbuf, rbuf, counts, dtype, op); },
+        previous_nonblocking);
 }
 
 } // namespace
@@ -253,9 +253,9 @@ extern "C" int mca_coll_themis_ireduce_scatter(const void *sbuf, void *rbuf, con
     return ireduce_scatter(
         sbuf, rbuf, std::vector<int>(rcounts, rcounts + ompi_comm_size(comm)), dtype, op, comm,
         request, module, THEMIS_COLL_IREDUCE_SCATTER, "MPI_Ireduce_scatter",
-        [&](mca_coll_themis_module_t *m, const void *s, void *r, ompi_request_t **req) {
-            return m->previous_ireduce_scatter(s, r, rcounts, dtype, op, comm, req,
-                                               m->previous_ireduce_scatter_module);
+        [=](mca_coll_themis_module_t *b, const void *s, void *r, ompi_request_t **req) {
+            return b->previous_ireduce_scatter(s, r, rcounts, dtype, op, b->comm, req,
+                                               b->previous_ireduce_scatter_module);
         });
 }
 
@@ -265,9 +265,9 @@ extern "C" int mca_coll_themis_ireduce_scatter_block(
     return ireduce_scatter(
         sbuf, rbuf, std::vector<int>(ompi_comm_size(comm), rcount), dtype, op, comm, request,
         module, THEMIS_COLL_IREDUCE_SCATTER_BLOCK, "MPI_Ireduce_scatter_block",
-        [&](mca_coll_themis_module_t *m, const void *s, void *r, ompi_request_t **req) {
-            return m->previous_ireduce_scatter_block(s, r, rcount, dtype, op, comm, req,
-                                                     m->previous_ireduce_scatter_block_module);
+        [=](mca_coll_themis_module_t *b, const void *s, void *r, ompi_request_t **req) {
+            return b->previous_ireduce_scatter_block(s, r, rcount, dtype, op, b->comm, req,
+                                                     b->previous_ireduce_scatter_block_module);
         });
 }
 
@@ -297,7 +297,7 @@ int reduce_scatter_init(const void *sbuf, void *rbuf, const std::vector<int> &co
             return OMPI_ERR_NOT_SUPPORTED; // no device buffers without CUDA
 #endif
         },
-        previous_init,
+        previous_init, previous_nonblocking,
         [=] {
 #if THEMIS_HAVE_CUDA
             return reduce_scatter_copies(sbuf, rbuf, counts, dtype, comm);
@@ -317,12 +317,12 @@ mca_coll_themis_reduce_scatter_init(const void *sbuf, void *rbuf, const int *rco
         sbuf, rbuf, counts, dtype, op, comm, request, module, THEMIS_COLL_REDUCE_SCATTER_INIT,
         "MPIX_Reduce_scatter_init",
         [&](mca_coll_themis_module_t *m, const void *s, void *r, ompi_request_t **req) {
-            return m->previous_reduce_scatter_init(s, r, rcounts, dtype, op, comm, info, req,
+            return m->previous_reduce_scatter_init(s, r, rcounts, dtype, op, m->comm, info, req,
                                                    m->previous_reduce_scatter_init_module);
         },
-        [=](mca_coll_themis_module_t *m, const void *s, void *r, ompi_request_t **req) {
-            return m->previous_ireduce_scatter(s, r, counts.data(), dtype, op, comm, req,
-                                               m->previous_ireduce_scatter_module);
+        [=](mca_coll_themis_module_t *b, const void *s, void *r, ompi_request_t **req) {
+            return b->previous_ireduce_scatter(s, r, counts.data(), dtype, op, b->comm, req,
+                                               b->previous_ireduce_scatter_module);
         });
 }
 
@@ -335,11 +335,11 @@ extern "C" int mca_coll_themis_reduce_scatter_block_init(
         module, THEMIS_COLL_REDUCE_SCATTER_BLOCK_INIT, "MPIX_Reduce_scatter_block_init",
         [&](mca_coll_themis_module_t *m, const void *s, void *r, ompi_request_t **req) {
             return m->previous_reduce_scatter_block_init(
-                s, r, rcount, dtype, op, comm, info, req,
+                s, r, rcount, dtype, op, m->comm, info, req,
                 m->previous_reduce_scatter_block_init_module);
         },
-        [=](mca_coll_themis_module_t *m, const void *s, void *r, ompi_request_t **req) {
-            return m->previous_ireduce_scatter_block(s, r, rcount, dtype, op, comm, req,
-                                                     m->previous_ireduce_scatter_block_module);
+        [=](mca_coll_themis_module_t *b, const void *s, void *r, ompi_request_t **req) {
+            return b->previous_ireduce_scatter_block(s, r, rcount, dtype, op, b->comm, req,
+                                                     b->previous_ireduce_scatter_block_module);
         });
 }

@@ -1,7 +1,8 @@
-// coll_themis_setup.cpp: setting a communicator up, lazily, on its first eligible call:
-// where its ranks run, its layout, the private duplicate and transports, calibration,
-// device-direct and single-copy node dimensions; all ranks agree or all decline (see
-// coll_themis_context.h).
+// coll_themis_setup.cpp: setting a communicator up, from its first eligible call on:
+// where its ranks run, its layout, transports, calibration, device-direct and single-copy
+// node dimensions; all ranks agree or all decline (see coll_themis_context.h). It runs
+// inside a set-up task (coll_themis_setup_task.h): every collective step here is one of
+// the task's exchanges on the private duplicate, and every wait steps aside.
 #include "coll_themis_context.h"
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include "opal/util/show_help.h"
 #include "coll_themis_calibrate.h"
 #include "coll_themis_node_transport.h"
+#include "coll_themis_setup_task.h"
 #include "coll_themis_transports.h"
 #include "coll_themis_cuda.h"
 #include "coll_themis_cuda_ipc.h"
@@ -48,9 +50,7 @@ RankPlacement placement_of(mca_coll_themis_module_t *m, ompi_communicator_t *com
         }
     gethostname(mine.host, sizeof mine.host - 1);
     std::vector<Where> all(size);
-    int rc = m->previous_allgather(&mine, sizeof mine, &ompi_mpi_byte.dt, all.data(), sizeof mine,
-                                   &ompi_mpi_byte.dt, comm, m->previous_allgather_module);
-    if (rc != OMPI_SUCCESS) throw std::runtime_error("allgather of rank placement failed");
+    setup_allgather(m, &mine, all.data(), int(sizeof mine));
     RankPlacement placement;
     for (const Where &w : all) {
         placement.node_of.push_back(w.node);
@@ -98,11 +98,10 @@ int active_dimensions(const Topology &topo) {
 
 } // namespace
 
-bool all_agree(mca_coll_themis_module_t *m, ompi_communicator_t *comm, bool ok) {
+bool all_agree(mca_coll_themis_module_t *m, ompi_communicator_t *, bool ok) {
     int mine = ok ? 1 : 0, all = 0;
-    int rc = m->previous_allreduce(&mine, &all, 1, &ompi_mpi_int.dt, &ompi_mpi_op_min.op, comm,
-                                   m->previous_allreduce_module);
-    return rc == OMPI_SUCCESS && all == 1;
+    setup_allreduce(m, &mine, &all, 1, &ompi_mpi_int.dt, &ompi_mpi_op_min.op);
+    return all == 1;
 }
 
 void Context::connect(mca_coll_themis_module_t *m) {
@@ -211,9 +210,7 @@ std::unique_ptr<Context> Context::create(mca_coll_themis_module_t *m, ompi_commu
     (void)device_buffers;
 #endif
     int mine[2] = {ok ? 1 : 0, cuda_here ? 1 : 0}, all[2] = {0, 0};
-    if (m->previous_allreduce(mine, all, 2, &ompi_mpi_int.dt, &ompi_mpi_op_min.op, comm,
-                              m->previous_allreduce_module) != OMPI_SUCCESS)
-        all[0] = 0;
+    setup_allreduce(m, mine, all, 2, &ompi_mpi_int.dt, &ompi_mpi_op_min.op);
     const bool all_cuda = all[1] == 1;
     if (all[0] == 1 && !params().single_dim && is_auto(params().dims) &&
         active_dimensions(layout.topology) < 2 && !all_cuda) {
@@ -320,20 +317,8 @@ void Context::setup_node_transport(mca_coll_themis_module_t *m, const std::vecto
     if (!note.empty()) say(1, comm_, note);
 }
 
-Context *context_for(mca_coll_themis_module_t *m, ompi_communicator_t *comm, bool device_buffers) {
-    if (m->setup_state == THEMIS_SETUP_PENDING) {
-        m->in_setup = true;
-        std::unique_ptr<Context> ctx;
-        try {
-            ctx = Context::create(m, comm, device_buffers);
-        } catch (const std::exception &e) {
-            say(1, comm, std::string("set-up failed, previous module kept: ") + e.what());
-        }
-        m->in_setup = false;
-        if (ctx) m->context = new themis_context{std::move(ctx)};
-        m->setup_state = m->context ? THEMIS_SETUP_READY : THEMIS_SETUP_DECLINED;
-    }
-    return m->context ? m->context->context.get() : nullptr;
+Context *context_of(const mca_coll_themis_module_t *m) {
+    return m->setup_state == THEMIS_SETUP_READY ? m->context->context.get() : nullptr;
 }
 
 } // namespace themis

@@ -41,8 +41,6 @@ PmlTransport::PmlTransport(ompi_communicator_t *comm, const RankLayout &layout, 
         bytes = bytes == 0 ? kMaxPartBytes : std::min(bytes, kMaxPartBytes);
 }
 
-PmlTransport::~PmlTransport() { ompi_comm_free(&comm_); }
-
 int PmlTransport::peer_rank(int dim, int peer) const {
     return layout_.rank_at[layout_.topology.with_coord(my_position_, dim, peer)];
 }

@@ -1,8 +1,8 @@
 // coll_themis_transport_pml.h: themis::Transport over Open MPI's PML.
 //
-// Messages run on a private communicator (a duplicate of the user's, so no other traffic
-// can match them; the transport frees it) with tag (dimension << kTagBits) | engine tag, which
-// stays below 2^24 as pml/ucx requires. A peer is named by its coordinate in a
+// Messages run on a private communicator (the set-up's duplicate of the user's, so no
+// other traffic can match them; it outlives the transport) with tag (dimension << kTagBits) |
+// engine tag, which stays below 2^24 as pml/ucx requires. A peer is named by its coordinate in a
 // dimension and found through the rank layout. A message longer than its dimension's
 // part size travels as several parts of at most that size, same tag, matched in order
 // (MPI's non-overtaking rule); sender and receiver must use the same part sizes.
@@ -22,11 +22,10 @@ namespace themis {
 
 class PmlTransport : public Transport {
   public:
-    // Takes `comm`, freed on destruction. part_bytes: per dimension, the largest message;
+    // Runs on `comm` (not freed here). part_bytes: per dimension, the largest message;
     // 0 = the largest one MPI count of bytes carries (1 GiB here).
     PmlTransport(ompi_communicator_t *comm, const RankLayout &layout, int my_position,
                  std::vector<size_t> part_bytes);
-    ~PmlTransport() override;
     PmlTransport(const PmlTransport &) = delete;
     PmlTransport &operator=(const PmlTransport &) = delete;
     Request isend(int dim, int peer, const void *buf, size_t bytes, int tag) override;

@@ -9,6 +9,7 @@
 #include "ompi/op/op.h"
 #include "opal/util/info.h"
 #include "coll_themis_context.h"
+#include "coll_themis_setup_task.h"
 #include "coll_themis_transport_pml.h"
 #if THEMIS_HAVE_UCX
 #include "coll_themis_ucx.h"
@@ -57,17 +58,6 @@ Connected connect_ucx_everywhere(const TransportSite &, bool) {
 }
 #endif
 
-// A duplicate of `comm` whose collectives never come back to themis.
-ompi_communicator_t *private_duplicate(ompi_communicator_t *comm) {
-    opal_info_t *info = OBJ_NEW(opal_info_t);
-    opal_info_set(info, "ompi_comm_coll_preference", "^themis");
-    ompi_communicator_t *dup = nullptr;
-    int rc = ompi_comm_dup_with_info(comm, info, &dup);
-    OBJ_RELEASE(info);
-    if (rc != OMPI_SUCCESS) throw std::runtime_error("duplicating the communicator failed");
-    return dup;
-}
-
 // Per dimension, the largest message of the PML transport (collective; the same on every
 // rank); 0 = whole messages.
 std::vector<size_t> pml_part_bytes(const TransportSite &site) {
@@ -88,11 +78,9 @@ std::vector<size_t> pml_part_bytes(const TransportSite &site) {
                                     site.layout.rank_at[topo.with_coord(site.position, d, c)]));
         mine.push_back(least == SIZE_MAX ? 0 : (long long)least);
     }
-    int rc = site.m->previous_allreduce(mine.data(), all.data(), int(mine.size()),
-                                        &ompi_mpi_long_long_int.dt, &ompi_mpi_op_min.op, site.comm,
-                                        site.m->previous_allreduce_module);
+    setup_allreduce(site.m, mine.data(), all.data(), int(mine.size()), &ompi_mpi_long_long_int.dt,
+                    &ompi_mpi_op_min.op);
     std::vector<size_t> parts(topo.num_dims(), 0);
-    if (rc != OMPI_SUCCESS) return parts;
     if (all[0] != -all[1]) {
         say(1, site.comm, "coll_themis_pml_message_bytes differs between ranks: whole messages");
         return parts;
@@ -101,14 +89,13 @@ std::vector<size_t> pml_part_bytes(const TransportSite &site) {
     return parts;
 }
 
-// Open MPI's PML on a private duplicate of the communicator: connects everywhere.
+// Open MPI's PML on the private duplicate of the communicator: connects everywhere.
 Connected connect_pml(const TransportSite &site, bool) {
     const std::vector<size_t> parts = pml_part_bytes(site);
     std::string split;
     for (int d = 0; d < int(parts.size()); ++d)
         if (parts[d] != 0) split += " " + std::to_string(d) + ":" + std::to_string(parts[d]);
-    return {std::make_unique<PmlTransport>(private_duplicate(site.comm), site.layout, site.position,
-                                           parts),
+    return {std::make_unique<PmlTransport>(site.m->context->dup, site.layout, site.position, parts),
             split.empty() ? "" : "messages in parts of at most, per dimension," + split};
 }
 

@@ -1,5 +1,7 @@
 // coll_themis_ucx.cpp: the process's UCX worker and address exchange.
 #include "coll_themis_ucx.h"
+#include "coll_themis_context.h"
+#include "coll_themis_setup_task.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -29,10 +31,7 @@ int progress_ucx() {
 template <typename T> std::vector<T>
 allgather(mca_coll_themis_module_t *m, ompi_communicator_t *comm, const T *mine, int count) {
     std::vector<T> all(static_cast<size_t>(count) * ompi_comm_size(comm));
-    int rc = m->previous_allgather(mine, count * int(sizeof(T)), &ompi_mpi_byte.dt, all.data(),
-                                   count * int(sizeof(T)), &ompi_mpi_byte.dt, comm,
-                                   m->previous_allgather_module);
-    if (rc != OMPI_SUCCESS) throw std::runtime_error("allgather of UCX addresses failed");
+    setup_allgather(m, mine, all.data(), count * int(sizeof(T)));
     return all;
 }
 

@@ -1,0 +1,66 @@
+// coll_themis_setup_task.h: a communicator's set-up as a task of nonblocking steps.
+//
+// Setting a communicator up (private duplicate, placement agreement, transports,
+// calibration, device-direct probe: coll_themis_setup.cpp) is a sequence of collective
+// steps. It runs as a task on a stack of its own, started by the communicator's first
+// eligible call, blocking or not, and advanced from Open MPI's progress loop: every
+// step starts nonblocking operations and waits by polling that loop, and a poll made
+// inside the task hands the thread back to whoever resumed it. So a nonblocking call that
+// starts a set-up returns at once, and a rank never waits inside one set-up while a peer
+// needs it in another.
+//
+// Why ranks that start communicators in different orders cannot deadlock: a set-up's
+// steps run on matching spaces no other traffic uses (its private duplicate, created first
+// over the parent with a tag no collective component uses), in the same order on every
+// rank; whenever a rank is anywhere in MPI it polls the progress loop, which advances every
+// set-up of that thread to its next wait. A set-up of communicator A therefore advances
+// as soon as A's peers have started it, whatever other set-ups are under way: no rank
+// waits on another set-up for it. Blocking calls wait for their own set-up the same way.
+//
+// Calls that come while a set-up runs (coll_themis_entry.h): blocking ones wait for it;
+// eligible nonblocking and persistent ones are held in MPI order and started when it ends,
+// on themis, or, when the communicator is declined, on the private duplicate's collectives
+// (the module below, in a matching space of its own: starting them later on the user's
+// communicator could reorder them against its other nonblocking collectives, which
+// differ between ranks in time). Ineligible calls go to the module below at once.
+#pragma once
+
+#include "coll_themis_prelude.h"
+
+#include <functional>
+#include <memory>
+
+#include "coll_themis.h"
+#include "coll_themis_request.h"
+
+namespace themis {
+
+// Starts the set-up of m's communicator if it has not started (returns at once, the
+// task advancing from the progress loop); `device_buffers`: the call carries device
+// buffers (coll_themis_context.h).
+void begin_setup(mca_coll_themis_module_t *m, ompi_communicator_t *comm, bool device_buffers);
+// Polls the progress loop until m's set-up has ended (READY or DECLINED).
+void finish_setup(mca_coll_themis_module_t *m);
+inline bool setup_running(const mca_coll_themis_module_t *m) {
+    return m->setup_state == THEMIS_SETUP_RUNNING;
+}
+
+// A call held until m's set-up ends; then `launch()` gives the call that runs it, in the
+// order the calls came. A launch that throws completes the request with an error.
+using Launch = std::function<std::unique_ptr<PendingCall>()>;
+std::unique_ptr<PendingCall> hold_until_setup(mca_coll_themis_module_t *m, Launch launch);
+
+// Inside a set-up: a duplicate of `comm` whose collectives never come back to themis,
+// made without any collective of `comm` (its id agreed in group mode, over a tag of its own).
+ompi_communicator_t *private_duplicate(ompi_communicator_t *comm);
+
+// Inside a set-up: polls the progress loop until `request` completes (the task steps
+// aside at each poll), frees it and throws `what` if it failed.
+void setup_wait(ompi_request_t *request, const char *what);
+// The set-up's exchanges, on the private duplicate m->setup_comm (the module below's
+// nonblocking collectives there): throw on failure.
+void setup_allreduce(mca_coll_themis_module_t *m, const void *in, void *out, int count,
+                     ompi_datatype_t *type, ompi_op_t *op);
+void setup_allgather(mca_coll_themis_module_t *m, const void *mine, void *all, int bytes);
+
+} // namespace themis
