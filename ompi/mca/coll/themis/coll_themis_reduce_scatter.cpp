@@ -250,11 +250,13 @@ extern "C" int mca_coll_themis_ireduce_scatter(const void *sbuf, void *rbuf, con
                                                struct ompi_communicator_t *comm,
                                                ompi_request_t **request,
                                                mca_coll_base_module_t *module) {
+    // The call may be held until set-up ends: it keeps its own copy of the counts.
+    const std::vector<int> counts(rcounts, rcounts + ompi_comm_size(comm));
     return ireduce_scatter(
-        sbuf, rbuf, std::vector<int>(rcounts, rcounts + ompi_comm_size(comm)), dtype, op, comm,
-        request, module, THEMIS_COLL_IREDUCE_SCATTER, "MPI_Ireduce_scatter",
+        sbuf, rbuf, counts, dtype, op, comm, request, module, THEMIS_COLL_IREDUCE_SCATTER,
+        "MPI_Ireduce_scatter",
         [=](mca_coll_themis_module_t *b, const void *s, void *r, ompi_request_t **req) {
-            return b->previous_ireduce_scatter(s, r, rcounts, dtype, op, b->comm, req,
+            return b->previous_ireduce_scatter(s, r, counts.data(), dtype, op, b->comm, req,
                                                b->previous_ireduce_scatter_module);
         });
 }
