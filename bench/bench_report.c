@@ -184,9 +184,8 @@ void print_nonblocking_notes(const struct options *o, double spin_rate)
                o->test_every_us > 0 ? "" : " (never: progress only in MPI_Waitall)");
     printf("\n# nonblocking: tuned and han rows run libnbc's forms (Open MPI 4.1's tuned and han "
            "have none)\n");
-    printf("# nonblocking: one blocking call of the same collective and size sets every "
-           "communicator up first (themis sets up only in blocking calls >= "
-           "coll_themis_min_bytes; below that size themis rows are libnbc's)\n");
+    printf("# nonblocking: no blocking call: the first warm-up round's calls set each "
+           "communicator up (below coll_themis_min_bytes themis rows are libnbc's)\n");
 }
 
 static FILE *csv_file, *json_file;

@@ -234,19 +234,6 @@ static double stat_of(const double *v, int n, int stat)
     return r.t;
 }
 
-/* themis sets a communicator up only inside a blocking call of at least
- * coll_themis_min_bytes (set-up is collective and blocking, which a nonblocking call
- * must not be); until then the communicator's nonblocking calls go to libnbc.  So
- * every implementation's communicator gets one blocking call of this collective and
- * size before the nonblocking ones are timed, or the themis rows would time libnbc. */
-static void set_up_blocking(const struct options *o, struct call *call)
-{
-    prepare(call, 0);
-    for (int k = 0; k < o->n_impls; ++k)
-        if (run_call(call, o->impls[k].comm, NULL) != MPI_SUCCESS)
-            fail("%s failed in %s", coll_names[call->coll], o->impls[k].def->name);
-}
-
 /* The compute phase of the nonblocking modes: each implementation computes for
  * compute_factor x its own t_pure (res[k].t) while its requests are in flight. */
 static void run_compute_phase(const struct sampler *pure, struct result *res, double *times,
@@ -286,7 +273,6 @@ static long bench_collective(const struct options *o, enum coll c, MPI_Comm ctl,
     for (size_t bytes = o->min_bytes; bytes <= o->max_bytes; bytes *= 2) {
         const size_t call_bytes = setup_calls(o, c, bytes, calls, n_calls, rcounts);
         const struct sampler s = {o, ctl, calls, n_calls, o->nb ? reqs : NULL, NULL};
-        if (o->nb) set_up_blocking(o, &calls[0]);
         long errors[MAX_IMPLS] = {0}, all_errors[MAX_IMPLS];
         run_samples(&s, times, times + ni * iters, errors);
         /* One sample = the slowest rank's time of it. */
