@@ -37,10 +37,18 @@ extern "C" {
 namespace themis {
 namespace {
 
-// The private duplicate's identifier is agreed over the parent by point-to-point messages
-// with this tag (Open MPI's group mode, as MPI_Comm_create_group): negative tags belong to
-// collectives, MPI_ANY_TAG is -1, and Open MPI's collective components start at -10.
-constexpr int kSetupTag = -7;
+// The private duplicate's context id is agreed over the parent by point-to-point messages
+// with a tag of its own (Open MPI's group mode, as MPI_Comm_create_group): negative, as
+// collectives' tags are, far below where the collective components' tags run (libnbc's
+// count down from -27 by one per call on a communicator), and within the 24 bits pml/ucx
+// carries. One per parent: Open MPI orders concurrent id agreements by a priority made from
+// the tag (sign-extended over the parent's id: the tag alone), so set-ups of different
+// communicators must not share one, or rounds of two agreements interleave and fail.
+constexpr int kSetupTagBase = -(1 << 22);
+constexpr uint32_t kSetupTagSpan = 1 << 16;
+int setup_tag(ompi_communicator_t *parent) {
+    return kSetupTagBase - int(ompi_comm_get_cid(parent) % kSetupTagSpan);
+}
 
 // ---------------------------------------------------------------- the task's own stack
 // A body run on a stack of its own: resume() runs it until it steps aside (yield(), from
@@ -67,12 +75,12 @@ class Fiber {
     bool done() const { return done_; }
     void resume() {
         running_ = this;
-        switch_to(&caller_, &self_, stack_, kStackBytes);
+        switch_to(&caller_, &self_, stack_, kStackBytes, false);
         running_ = nullptr;
     }
     // Inside a fiber: hands the thread back to the one that resumed it.
     static Fiber *running() { return running_; }
-    void yield() { switch_to(&self_, &caller_, caller_bottom_, caller_size_); }
+    void yield() { switch_to(&self_, &caller_, caller_bottom_, caller_size_, true); }
 
   private:
     // Deep enough for what a set-up calls (UCX and CUDA initialisation); only the pages
@@ -87,15 +95,20 @@ class Fiber {
         f->done_ = true;
         f->leave_for_good();
     }
-    void switch_to(ucontext_t *from, ucontext_t *to, const void *to_bottom, size_t to_size) {
+    // `inside`: called on the fiber's stack; when it is resumed, AddressSanitizer (where
+    // built with it) learns the resumer's stack, the one the next yield goes back to.
+    void switch_to(ucontext_t *from, ucontext_t *to, const void *to_bottom, size_t to_size,
+                   bool inside) {
 #if THEMIS_ASAN_FIBERS
         void *fake = nullptr;
         __sanitizer_start_switch_fiber(&fake, to_bottom, to_size);
         swapcontext(from, to);
-        __sanitizer_finish_switch_fiber(fake, &caller_bottom_, &caller_size_);
+        __sanitizer_finish_switch_fiber(fake, inside ? &caller_bottom_ : nullptr,
+                                        inside ? &caller_size_ : nullptr);
 #else
         (void)to_bottom;
         (void)to_size;
+        (void)inside;
         swapcontext(from, to);
 #endif
     }
@@ -258,7 +271,7 @@ ompi_communicator_t *private_duplicate(ompi_communicator_t *comm) {
     if (ompi_comm_set(&dup, comm, ompi_comm_size(comm), nullptr, 0, nullptr, nullptr,
                       comm->error_handler, false, comm->c_local_group, nullptr) != OMPI_SUCCESS)
         throw std::runtime_error("making the private communicator failed");
-    int tag = kSetupTag;
+    int tag = setup_tag(comm);
     ompi_request_t *request = nullptr;
     auto wait = [&](int rc, const char *what) {
         if (rc == OMPI_SUCCESS) {
