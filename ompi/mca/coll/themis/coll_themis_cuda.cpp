@@ -4,6 +4,7 @@
 // context's streams, memory and kernels), process (the process's CUDA state),
 // kernel_choice ((op, datatype) -> kernel).
 #include "coll_themis_cuda.h"
+#include "coll_themis_test_hooks.h"
 #include "coll_themis_cuda_ipc.h"
 
 #include <algorithm>
@@ -79,10 +80,7 @@ bool direct(const Context &ctx) {
     // host can read stands for a transport that moves device memory. Never set it with
     // a real GPU: the PML would then read device memory and crash.
     // Honoured only with the emulated driver, so that a real GPU can never run it.
-    static const bool test_direct = [] {
-        const char *v = std::getenv("THEMIS_TEST_CUDA_DIRECT");
-        return v && std::strcmp(v, "1") == 0 && driver_is_emulated();
-    }();
+    static const bool test_direct = test_hooks().cuda_direct && driver_is_emulated();
     if (test_direct) return true;
     // The device-direct node dimension (coll_themis_cuda_ipc.h): its transport moves
     // device memory on every dimension.

@@ -22,6 +22,7 @@
 #include "coll_themis_cuda.h"
 #include "coll_themis_request.h"
 #include "coll_themis_setup_task.h"
+#include "coll_themis_test_hooks.h"
 
 #include <cstdlib>
 #include <functional>
@@ -186,18 +187,12 @@ nonblocking_call(mca_coll_themis_module_t *m, ompi_communicator_t *comm, int col
     return setup_running(m) ? hold_until_setup(m, std::move(launch)) : launch();
 }
 
-// Tests only (test/mpi, mpi_np4_2x2_nonblocking_fails): with THEMIS_TEST_FAIL_NONBLOCKING
-// set, every nonblocking call themis runs fails in the progress loop, as one whose
-// transport failed would, so that the error's way to the caller is tested.
-inline bool nonblocking_fails_for_test() {
-    static const bool set = std::getenv("THEMIS_TEST_FAIL_NONBLOCKING") != nullptr;
-    return set;
-}
-
 // The engine's call for a host-buffer collective `prepare(ctx)` gives.
 template <typename Prepare> std::unique_ptr<PendingCall>
 engine_call(ompi_communicator_t *comm, Context &ctx, const Prepare &prepare) {
-    if (nonblocking_fails_for_test())
+    // Tests (mpi_np4_2x2_nonblocking_fails): fails in the progress loop, as a call whose
+    // transport failed would, so that the error's way to the caller is tested.
+    if (test_hooks().fail_nonblocking)
         return std::make_unique<FinishedCall>(OMPI_ERROR, "THEMIS_TEST_FAIL_NONBLOCKING is set");
     return std::make_unique<EngineCall>(comm, ctx, prepare(ctx));
 }

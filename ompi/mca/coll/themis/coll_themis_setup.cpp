@@ -18,6 +18,7 @@
 #include "coll_themis_calibrate.h"
 #include "coll_themis_node_transport.h"
 #include "coll_themis_setup_task.h"
+#include "coll_themis_test_hooks.h"
 #include "coll_themis_transports.h"
 #include "coll_themis_cuda.h"
 #include "coll_themis_cuda_ipc.h"
@@ -112,7 +113,7 @@ void Context::connect(mca_coll_themis_module_t *m) {
     transport_ = connect_transport({m, comm_, layout_, position_}, choice, source);
     // Tests make one rank fail here (test/mpi/odd_ranks_env.sh), as a UCX endpoint or an
     // allocation might: the ranks must still decline together.
-    if (std::getenv("THEMIS_TEST_FAIL_CONNECT") != nullptr)
+    if (test_hooks().fail_connect)
         throw std::runtime_error("connect failed (THEMIS_TEST_FAIL_CONNECT is set)");
 }
 

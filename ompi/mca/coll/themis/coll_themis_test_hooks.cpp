@@ -1,0 +1,23 @@
+// coll_themis_test_hooks.cpp: the test hooks' environment, read once (see the header).
+#include "coll_themis_test_hooks.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace themis {
+
+const TestHooks &test_hooks() {
+    static const TestHooks hooks = [] {
+        auto set = [](const char *name) { return std::getenv(name) != nullptr; };
+        const char *direct = std::getenv("THEMIS_TEST_CUDA_DIRECT");
+        TestHooks h;
+        h.fail_connect = set("THEMIS_TEST_FAIL_CONNECT");
+        h.fail_nonblocking = set("THEMIS_TEST_FAIL_NONBLOCKING");
+        h.calibration_fails = set("THEMIS_TEST_CALIBRATION_FAILS");
+        h.cuda_direct = direct != nullptr && std::strcmp(direct, "1") == 0;
+        return h;
+    }();
+    return hooks;
+}
+
+} // namespace themis
