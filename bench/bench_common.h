@@ -59,6 +59,7 @@ struct options {
     int buckets;          /* requests outstanding at once (1 when blocking) */
     double compute_factor; /* compute loop = this x t_pure; 0 = none */
     double test_every_us;  /* MPI_Testall period in the compute loop; 0 = never */
+    int cold; /* --cold: every sample on a fresh communicator (its set-up timed with it) */
 };
 
 struct call {

@@ -107,6 +107,9 @@ static void usage(void)
         "                                no compute phase)\n"
         "      --test-every US           MPI_Testall on the requests every US microseconds of\n"
         "                                compute, so progress runs (100; 0 = never)\n"
+        "      --cold                    every sample on a fresh duplicate of its communicator:\n"
+        "                                each timed call is a communicator's first, its set-up\n"
+        "                                timed (and, with a compute phase, overlapped) with it\n"
         "  -h, --help\n");
 }
 
@@ -336,6 +339,8 @@ void parse_options(int argc, char **argv, struct options *o)
         } else if (!strcmp(a, "--compute-factor")) {
             o->compute_factor = strtod(NEXT(), NULL);
             if (!(o->compute_factor >= 0)) die("--compute-factor must be >= 0");
+        } else if (!strcmp(a, "--cold")) {
+            o->cold = 1;
         } else if (!strcmp(a, "--test-every")) {
             o->test_every_us = strtod(NEXT(), NULL);
             if (!(o->test_every_us >= 0)) die("--test-every must be >= 0");

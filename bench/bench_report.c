@@ -184,6 +184,8 @@ void print_nonblocking_notes(const struct options *o, double spin_rate)
                o->test_every_us > 0 ? "" : " (never: progress only in MPI_Waitall)");
     printf("\n# nonblocking: tuned and han rows run libnbc's forms (Open MPI 4.1's tuned and han "
            "have none)\n");
+    if (o->cold)
+        printf("# cold: every sample runs on a fresh communicator: its set-up is timed with it\n");
     printf("# nonblocking: no blocking call: the first warm-up round's calls set each "
            "communicator up (below coll_themis_min_bytes themis rows are libnbc's)\n");
 }

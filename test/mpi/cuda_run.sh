@@ -105,8 +105,13 @@ fake)
   # shared memory; device memory stays unreadable by the host): 2x2 on one node (both
   # dimensions by IPC), dims=auto on one node (themis runs it instead of copying to the
   # host), memory kinds that differ between ranks and between send and receive buffers.
+  # cuda_nb_cold: a communicator first used by nonblocking device-buffer calls, its set-up
+  # (the device-direct probe included) inside them.
+  COLD='cuda_nb_cold rank 0: iallreduce calls 3 themis 3'
   run fake_ipc_2x2 4 "${L[@]}" --mca coll_themis_dims 2x2 \
-    --expect "device-direct: dimension\(s\) 0,1 by CUDA IPC" -- --kinds device --expect ipc
+    --expect "device-direct: dimension\(s\) 0,1 by CUDA IPC" \
+    --expect "comm cuda_nb_cold \(cid [0-9]+\) rank 0: device-direct: dimension\(s\) 0,1 by CUDA IPC" \
+    --expect "$COLD" -- --kinds device --expect ipc
   run fake_ipc_auto 4 "${L[@]}" --expect "device-direct: dimension\(s\) 0 by CUDA IPC" \
     -- --kinds device --expect ipc
   # Device-direct is chosen by the call that sets a communicator up, on every rank: with
@@ -120,7 +125,8 @@ fake)
   run fake_noipc_auto 4 "${L[@]}" "${NOIPC[@]}" --colls "" --expect "not used, previous module kept: dims=auto found one dimension" \
     -- --kinds device --expect any
   # The transport cannot move device memory here: staged, in every memory layout.
-  run fake_staged_2x2 4 "${L[@]}" "${NOIPC[@]}" --mca coll_themis_dims 2x2 -- --kinds device --expect staged
+  run fake_staged_2x2 4 "${L[@]}" "${NOIPC[@]}" --mca coll_themis_dims 2x2 --expect "$COLD" \
+    -- --kinds device --expect staged
   # The least budget, many small chunks: the staging window has to move (evictions).
   run fake_staged_mixed_evict 4 "${L[@]}" "${NOIPC[@]}" --mca coll_themis_dims 2x2 --mca coll_themis_staging_bytes 1 \
     --mca coll_themis_chunks 32 --mca coll_themis_min_chunk_bytes 4096 --mca coll_themis_max_active 1 \
