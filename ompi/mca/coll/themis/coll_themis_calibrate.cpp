@@ -160,10 +160,8 @@ CalibratedTopology calibrated_topology(mca_coll_themis_module_t *m, ompi_communi
         out.bytes_sent = result.bytes_sent;
         // Every rank holds the same agreed numbers, but tests make a measurement fail on
         // some ranks only (THEMIS_TEST_CALIBRATION_FAILS): all keep the defaults together.
-        std::vector<double> failed = {plausible(result.dims, measured) &&
-                                              !test_hooks().calibration_fails
-                                          ? 0.0
-                                          : 1.0};
+        std::vector<double> failed = {
+            plausible(result.dims, measured) && !test_hooks().calibration_fails ? 0.0 : 1.0};
         agree_max(m, comm, failed);
         if (failed[0] != 0) {
             out.note = "calibration measured no usable rate: the defaults are kept";
