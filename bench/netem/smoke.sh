@@ -94,7 +94,7 @@ if [ -f "$fake" ] && [ -x "$cudacheck" ]; then
         --mca coll_themis_dims auto --mca coll_themis_topo_file "$topo" --mca coll_themis_verbose 1 \
         "$cudacheck" --kinds device --expect ipc >"$log" 2>&1 || fail "device buffers (rc $?)"
     grep -q '^cuda_check: passed: 8 ranks' "$log" || fail "device buffers: cuda_check did not pass on 8 ranks"
-    n=$(grep -c 'device-direct: dimension(s) 0 by CUDA IPC, others through pinned host memory' "$log")
+    n=$(grep 'comm MPI_COMM_WORLD ' "$log" | grep -c 'device-direct: dimension(s) 0 by CUDA IPC, others through pinned host memory')
     [ "$n" = 8 ] || fail "device buffers: $n of 8 ranks ran dimension 0 by IPC and bounced the network"
     cuda="device buffers checked (IPC inside hosts, pinned bounce between them)"
 fi
