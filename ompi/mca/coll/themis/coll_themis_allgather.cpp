@@ -43,11 +43,6 @@ Prepared prepare_allgather(Context &ctx, const void *sbuf, int scount, ompi_data
     return p;
 }
 
-void allgather(Context &ctx, const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf,
-               int rcount, ompi_datatype_t *rdtype) {
-    run_prepared(ctx, prepare_allgather(ctx, sbuf, scount, sdtype, rbuf, rcount, rdtype));
-}
-
 #if THEMIS_HAVE_CUDA
 // This rank's contribution, converted from the send datatype, into its block `mine` of
 // rbuf, whatever memory either is in.
@@ -98,44 +93,16 @@ Prepared prepare_allgather_device(Context &ctx, const void *sbuf, int scount,
     return p;
 }
 
-// With a device buffer: themis's device path, or the previous module on host copies
-// (device_call: blocking when `started` is null).
 // Host copies of the buffers for the module below.
-HostCopies allgather_copies(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf,
-                            int rcount, ompi_datatype_t *rdtype, ompi_communicator_t *comm) {
+cuda::HostCopies allgather_copies(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf,
+                                  int rcount, ompi_datatype_t *rdtype, ompi_communicator_t *comm) {
     const size_t elements = static_cast<size_t>(rcount) * ompi_comm_size(comm);
-    return HostCopies{
+    return cuda::HostCopies{
         std::make_unique<cuda::HostView>(sbuf, sdtype, static_cast<size_t>(scount), true),
         std::make_unique<cuda::HostView>(rbuf, rdtype, elements, sbuf == MPI_IN_PLACE), elements};
 }
 
-int allgather_on_device(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf,
-                        int rcount, ompi_datatype_t *rdtype, ompi_communicator_t *comm,
-                        mca_coll_base_module_t *module, int collective, const char *name,
-                        const char *unsupported, std::unique_ptr<PendingCall> *started) {
-    return device_call(
-        module, comm, collective, name, unsupported,
-        [=](Context &ctx) {
-            return prepare_allgather_device(ctx, sbuf, scount, sdtype, rbuf, rcount, rdtype);
-        },
-        [=] { return allgather_copies(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm); },
-        [=](mca_coll_themis_module_t *b, const void *s, void *r, ompi_request_t **request) {
-            return request ? b->previous_iallgather(s, scount, sdtype, r, rcount, rdtype, b->comm,
-                                                    request, b->previous_iallgather_module)
-                           : b->previous_allgather(s, scount, sdtype, r, rcount, rdtype, b->comm,
-                                                   b->previous_allgather_module);
-        },
-        started);
-}
 #endif
-
-// Layer b's MPI_Iallgather: what a declined communicator's eligible calls run.
-auto iallgather_below(int scount, ompi_datatype_t *sdtype, int rcount, ompi_datatype_t *rdtype) {
-    return [=](mca_coll_themis_module_t *b, const void *s, void *r, ompi_request_t **request) {
-        return b->previous_iallgather(s, scount, sdtype, r, rcount, rdtype, b->comm, request,
-                                      b->previous_iallgather_module);
-    };
-}
 
 const char *allgather_unsupported(int rcount, ompi_datatype_t *rdtype, ompi_communicator_t *comm) {
     size_t type_size = 0;
@@ -145,84 +112,52 @@ const char *allgather_unsupported(int rcount, ompi_datatype_t *rdtype, ompi_comm
     return unsupported ? unsupported : too_small(type_size * elements);
 }
 
+// MPI_Allgather's row of the collectives' table (coll_themis_entry.h).
+struct Allgather {
+    struct Args {
+        const void *sbuf;
+        int scount;
+        ompi_datatype_t *sdtype;
+        void *rbuf;
+        int rcount;
+        ompi_datatype_t *rdtype;
+    };
+    static constexpr int slot = THEMIS_COLL_ALLGATHER;
+    static const char *unsupported(const Args &a, ompi_communicator_t *comm) {
+        return allgather_unsupported(a.rcount, a.rdtype, comm);
+    }
+    static Prepared prepare(Context &ctx, const Args &a) {
+        return prepare_allgather(ctx, a.sbuf, a.scount, a.sdtype, a.rbuf, a.rcount, a.rdtype);
+    }
+#if THEMIS_HAVE_CUDA
+    static Prepared prepare_device(Context &ctx, const Args &a) {
+        return prepare_allgather_device(ctx, a.sbuf, a.scount, a.sdtype, a.rbuf, a.rcount,
+                                        a.rdtype);
+    }
+    static cuda::HostCopies host_copies(const Args &a, ompi_communicator_t *comm) {
+        return allgather_copies(a.sbuf, a.scount, a.sdtype, a.rbuf, a.rcount, a.rdtype, comm);
+    }
+#endif
+    static int below(mca_coll_themis_module_t *b, const Args &a, const void *s, void *r,
+                     ompi_request_t **request) {
+        return request ? b->previous_iallgather(s, a.scount, a.sdtype, r, a.rcount, a.rdtype,
+                                                b->comm, request, b->previous_iallgather_module)
+                       : b->previous_allgather(s, a.scount, a.sdtype, r, a.rcount, a.rdtype,
+                                               b->comm, b->previous_allgather_module);
+    }
+    static int below_init(mca_coll_themis_module_t *b, const Args &a, const void *s, void *r,
+                          ompi_info_t *info, ompi_request_t **request) {
+        return b->previous_allgather_init(s, a.scount, a.sdtype, r, a.rcount, a.rdtype, b->comm,
+                                          info, request, b->previous_allgather_init_module);
+    }
+    static std::vector<opal_object_t *> objects(const Args &a, ompi_communicator_t *comm) {
+        return themis::objects(comm, a.sdtype, a.rdtype);
+    }
+};
+
 } // namespace
 
-extern "C" int mca_coll_themis_allgather(const void *sbuf, int scount,
-                                         struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                                         struct ompi_datatype_t *rdtype,
-                                         struct ompi_communicator_t *comm,
-                                         mca_coll_base_module_t *module) {
-    const char *unsupported = allgather_unsupported(rcount, rdtype, comm);
-#if THEMIS_HAVE_CUDA
-    if (cuda::on_device(sbuf) || cuda::on_device(rbuf))
-        return allgather_on_device(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, module,
-                                   THEMIS_COLL_ALLGATHER, "MPI_Allgather", unsupported, nullptr);
-#endif
-    return run_or_delegate(
-        module, comm, THEMIS_COLL_ALLGATHER, "MPI_Allgather", unsupported,
-        [&](Context &ctx) { allgather(ctx, sbuf, scount, sdtype, rbuf, rcount, rdtype); },
-        [&](mca_coll_themis_module_t *m) {
-            return m->previous_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, m->comm,
-                                         m->previous_allgather_module);
-        });
-}
-
-extern "C" int mca_coll_themis_iallgather(const void *sbuf, int scount,
-                                          struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                                          struct ompi_datatype_t *rdtype,
-                                          struct ompi_communicator_t *comm,
-                                          ompi_request_t **request,
-                                          mca_coll_base_module_t *module) {
-    const char *unsupported = allgather_unsupported(rcount, rdtype, comm);
-#if THEMIS_HAVE_CUDA
-    if (cuda::on_device(sbuf) || cuda::on_device(rbuf))
-        return start_on_device(
-            [=](std::unique_ptr<PendingCall> *started) {
-                return allgather_on_device(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, module,
-                                           THEMIS_COLL_IALLGATHER, "MPI_Iallgather", unsupported,
-                                           started);
-            },
-            comm, request);
-#endif
-    return start_or_delegate(
-        module, comm, THEMIS_COLL_IALLGATHER, "MPI_Iallgather", unsupported, sbuf, rbuf, request,
-        [=](Context &ctx) {
-            return prepare_allgather(ctx, sbuf, scount, sdtype, rbuf, rcount, rdtype);
-        },
-        iallgather_below(scount, sdtype, rcount, rdtype));
-}
-
-extern "C" int mca_coll_themis_allgather_init(const void *sbuf, int scount,
-                                              struct ompi_datatype_t *sdtype, void *rbuf,
-                                              int rcount, struct ompi_datatype_t *rdtype,
-                                              struct ompi_communicator_t *comm,
-                                              struct ompi_info_t *info, ompi_request_t **request,
-                                              mca_coll_base_module_t *module) {
-    const char *unsupported = allgather_unsupported(rcount, rdtype, comm);
-    return init_or_delegate(
-        module, comm, THEMIS_COLL_ALLGATHER_INIT, "MPIX_Allgather_init", unsupported, sbuf, rbuf,
-        request, objects(comm, sdtype, rdtype),
-        [=](Context &ctx) {
-            return prepare_allgather(ctx, sbuf, scount, sdtype, rbuf, rcount, rdtype);
-        },
-        [=](std::unique_ptr<PendingCall> *started) {
-#if THEMIS_HAVE_CUDA
-            return allgather_on_device(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, module,
-                                       THEMIS_COLL_ALLGATHER_INIT, "MPIX_Allgather_init",
-                                       unsupported, started);
-#else
-            (void)started;
-            return OMPI_ERR_NOT_SUPPORTED; // no device buffers without CUDA
-#endif
-        },
-        [&](mca_coll_themis_module_t *m, const void *s, void *r, ompi_request_t **req) {
-            return m->previous_allgather_init(s, scount, sdtype, r, rcount, rdtype, m->comm, info,
-                                              req, m->previous_allgather_init_module);
-        },
-        iallgather_below(scount, sdtype, rcount, rdtype),
-        [=] {
-#if THEMIS_HAVE_CUDA
-            return allgather_copies(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm);
-#endif
-        });
-}
+THEMIS_ENTRY_POINTS(allgather, Allgather,
+                    (const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                     ompi_datatype_t *rdtype),
+                    (Allgather::Args{sbuf, scount, sdtype, rbuf, rcount, rdtype}))

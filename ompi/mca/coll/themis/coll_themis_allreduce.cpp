@@ -41,11 +41,6 @@ Prepared prepare_allreduce(Context &ctx, const void *sbuf, void *rbuf, int count
     return p;
 }
 
-void allreduce(Context &ctx, const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
-               ompi_op_t *op) {
-    run_prepared(ctx, prepare_allreduce(ctx, sbuf, rbuf, count, dtype, op));
-}
-
 #if THEMIS_HAVE_CUDA
 // MPI_Allreduce with a device buffer (coll_themis_cuda.h). Predefined datatypes only (the
 // eligibility above); past the first test, without gaps: count x extent bytes of data.
@@ -90,39 +85,13 @@ Prepared prepare_allreduce_device(Context &ctx, const void *sbuf, void *rbuf, in
 }
 
 // Host copies of the buffers for the module below.
-HostCopies allreduce_copies(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype) {
+cuda::HostCopies allreduce_copies(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype) {
     const size_t n = static_cast<size_t>(count);
-    return HostCopies{std::make_unique<cuda::HostView>(sbuf, dtype, n, true),
-                      std::make_unique<cuda::HostView>(rbuf, dtype, n, sbuf == MPI_IN_PLACE), n};
-}
-
-// With a device buffer: themis's device path, or the previous module on host copies
-// (device_call: blocking when `started` is null).
-int allreduce_on_device(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
-                        ompi_op_t *op, ompi_communicator_t *comm, mca_coll_base_module_t *module,
-                        int collective, const char *name, const char *unsupported,
-                        std::unique_ptr<PendingCall> *started) {
-    return device_call(
-        module, comm, collective, name, unsupported,
-        [=](Context &ctx) { return prepare_allreduce_device(ctx, sbuf, rbuf, count, dtype, op); },
-        [=] { return allreduce_copies(sbuf, rbuf, count, dtype); },
-        [=](mca_coll_themis_module_t *b, const void *s, void *r, ompi_request_t **request) {
-            return request ? b->previous_iallreduce(s, r, count, dtype, op, b->comm, request,
-                                                    b->previous_iallreduce_module)
-                           : b->previous_allreduce(s, r, count, dtype, op, b->comm,
-                                                   b->previous_allreduce_module);
-        },
-        started);
+    return cuda::HostCopies{std::make_unique<cuda::HostView>(sbuf, dtype, n, true),
+                            std::make_unique<cuda::HostView>(rbuf, dtype, n, sbuf == MPI_IN_PLACE),
+                            n};
 }
 #endif
-
-// Layer b's MPI_Iallreduce: what a declined communicator's eligible calls run.
-auto iallreduce_below(int count, ompi_datatype_t *dtype, ompi_op_t *op) {
-    return [=](mca_coll_themis_module_t *b, const void *s, void *r, ompi_request_t **request) {
-        return b->previous_iallreduce(s, r, count, dtype, op, b->comm, request,
-                                      b->previous_iallreduce_module);
-    };
-}
 
 const char *allreduce_unsupported(int count, ompi_datatype_t *dtype, ompi_op_t *op) {
     size_t type_size = 0;
@@ -131,77 +100,50 @@ const char *allreduce_unsupported(int count, ompi_datatype_t *dtype, ompi_op_t *
     return unsupported ? unsupported : too_small(type_size * static_cast<size_t>(count));
 }
 
+// MPI_Allreduce's row of the collectives' table (coll_themis_entry.h).
+struct Allreduce {
+    struct Args {
+        const void *sbuf;
+        void *rbuf;
+        int count;
+        ompi_datatype_t *dtype;
+        ompi_op_t *op;
+    };
+    static constexpr int slot = THEMIS_COLL_ALLREDUCE;
+    static const char *unsupported(const Args &a, ompi_communicator_t *) {
+        return allreduce_unsupported(a.count, a.dtype, a.op);
+    }
+    static Prepared prepare(Context &ctx, const Args &a) {
+        return prepare_allreduce(ctx, a.sbuf, a.rbuf, a.count, a.dtype, a.op);
+    }
+#if THEMIS_HAVE_CUDA
+    static Prepared prepare_device(Context &ctx, const Args &a) {
+        return prepare_allreduce_device(ctx, a.sbuf, a.rbuf, a.count, a.dtype, a.op);
+    }
+    static cuda::HostCopies host_copies(const Args &a, ompi_communicator_t *) {
+        return allreduce_copies(a.sbuf, a.rbuf, a.count, a.dtype);
+    }
+#endif
+    static int below(mca_coll_themis_module_t *b, const Args &a, const void *s, void *r,
+                     ompi_request_t **request) {
+        return request ? b->previous_iallreduce(s, r, a.count, a.dtype, a.op, b->comm, request,
+                                                b->previous_iallreduce_module)
+                       : b->previous_allreduce(s, r, a.count, a.dtype, a.op, b->comm,
+                                               b->previous_allreduce_module);
+    }
+    static int below_init(mca_coll_themis_module_t *b, const Args &a, const void *s, void *r,
+                          ompi_info_t *info, ompi_request_t **request) {
+        return b->previous_allreduce_init(s, r, a.count, a.dtype, a.op, b->comm, info, request,
+                                          b->previous_allreduce_init_module);
+    }
+    static std::vector<opal_object_t *> objects(const Args &a, ompi_communicator_t *comm) {
+        return themis::objects(comm, a.dtype, a.op);
+    }
+};
+
 } // namespace
 
-extern "C" int mca_coll_themis_allreduce(const void *sbuf, void *rbuf, int count,
-                                         struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                         struct ompi_communicator_t *comm,
-                                         mca_coll_base_module_t *module) {
-    const char *unsupported = allreduce_unsupported(count, dtype, op);
-#if THEMIS_HAVE_CUDA
-    if (cuda::on_device(sbuf) || cuda::on_device(rbuf))
-        return allreduce_on_device(sbuf, rbuf, count, dtype, op, comm, module,
-                                   THEMIS_COLL_ALLREDUCE, "MPI_Allreduce", unsupported, nullptr);
-#endif
-    return run_or_delegate(
-        module, comm, THEMIS_COLL_ALLREDUCE, "MPI_Allreduce", unsupported,
-        [&](Context &ctx) { allreduce(ctx, sbuf, rbuf, count, dtype, op); },
-        [&](mca_coll_themis_module_t *m) {
-            return m->previous_allreduce(sbuf, rbuf, count, dtype, op, m->comm,
-                                         m->previous_allreduce_module);
-        });
-}
-
-extern "C" int mca_coll_themis_iallreduce(const void *sbuf, void *rbuf, int count,
-                                          struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                          struct ompi_communicator_t *comm,
-                                          ompi_request_t **request,
-                                          mca_coll_base_module_t *module) {
-    const char *unsupported = allreduce_unsupported(count, dtype, op);
-#if THEMIS_HAVE_CUDA
-    if (cuda::on_device(sbuf) || cuda::on_device(rbuf))
-        return start_on_device(
-            [=](std::unique_ptr<PendingCall> *started) {
-                return allreduce_on_device(sbuf, rbuf, count, dtype, op, comm, module,
-                                           THEMIS_COLL_IALLREDUCE, "MPI_Iallreduce", unsupported,
-                                           started);
-            },
-            comm, request);
-#endif
-    return start_or_delegate(
-        module, comm, THEMIS_COLL_IALLREDUCE, "MPI_Iallreduce", unsupported, sbuf, rbuf, request,
-        [=](Context &ctx) { return prepare_allreduce(ctx, sbuf, rbuf, count, dtype, op); },
-        iallreduce_below(count, dtype, op));
-}
-
-extern "C" int mca_coll_themis_allreduce_init(const void *sbuf, void *rbuf, int count,
-                                              struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                              struct ompi_communicator_t *comm,
-                                              struct ompi_info_t *info, ompi_request_t **request,
-                                              mca_coll_base_module_t *module) {
-    const char *unsupported = allreduce_unsupported(count, dtype, op);
-    return init_or_delegate(
-        module, comm, THEMIS_COLL_ALLREDUCE_INIT, "MPIX_Allreduce_init", unsupported, sbuf, rbuf,
-        request, objects(comm, dtype, op),
-        [=](Context &ctx) { return prepare_allreduce(ctx, sbuf, rbuf, count, dtype, op); },
-        [=](std::unique_ptr<PendingCall> *started) {
-#if THEMIS_HAVE_CUDA
-            return allreduce_on_device(sbuf, rbuf, count, dtype, op, comm, module,
-                                       THEMIS_COLL_ALLREDUCE_INIT, "MPIX_Allreduce_init",
-                                       unsupported, started);
-#else
-            (void)started;
-            return OMPI_ERR_NOT_SUPPORTED; // no device buffers without CUDA
-#endif
-        },
-        [&](mca_coll_themis_module_t *m, const void *s, void *r, ompi_request_t **req) {
-            return m->previous_allreduce_init(s, r, count, dtype, op, m->comm, info, req,
-                                              m->previous_allreduce_init_module);
-        },
-        iallreduce_below(count, dtype, op),
-        [=] {
-#if THEMIS_HAVE_CUDA
-            return allreduce_copies(sbuf, rbuf, count, dtype);
-#endif
-        });
-}
+THEMIS_ENTRY_POINTS(allreduce, Allreduce,
+                    (const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
+                     ompi_op_t *op),
+                    (Allreduce::Args{sbuf, rbuf, count, dtype, op}))

@@ -7,7 +7,6 @@
 #include "coll_themis_entry.h"
 #include "coll_themis_op.h"
 
-#include <functional>
 #include <numeric>
 #include <vector>
 
@@ -57,16 +56,6 @@ Prepared prepare_reduce_scatter(Context &ctx, const void *sbuf, void *rbuf,
     };
     return p;
 }
-
-void reduce_scatter(Context &ctx, const void *sbuf, void *rbuf, const std::vector<int> &rcounts,
-                    ompi_datatype_t *dtype, ompi_op_t *op) {
-    run_prepared(ctx, prepare_reduce_scatter(ctx, sbuf, rbuf, rcounts, dtype, op));
-}
-
-// The module below, given host buffers; `request` null: the blocking form, else the
-// nonblocking one.
-using PreviousOnHost =
-    std::function<int(mca_coll_themis_module_t *, const void *, void *, ompi_request_t **)>;
 
 #if THEMIS_HAVE_CUDA
 // With device buffers (coll_themis_cuda.h): the work buffer is a device temporary that
@@ -128,30 +117,16 @@ Prepared prepare_reduce_scatter_device(Context &ctx, const void *sbuf, void *rbu
 }
 
 // Host copies of the buffers for the module below.
-HostCopies reduce_scatter_copies(const void *sbuf, void *rbuf, const std::vector<int> &counts,
-                                 ompi_datatype_t *dtype, ompi_communicator_t *comm) {
+cuda::HostCopies reduce_scatter_copies(const void *sbuf, void *rbuf, const std::vector<int> &counts,
+                                       ompi_datatype_t *dtype, ompi_communicator_t *comm) {
     const size_t total = std::accumulate(counts.begin(), counts.end(), size_t(0));
     const size_t own = static_cast<size_t>(counts[ompi_comm_rank(comm)]);
     const bool in_place = sbuf == MPI_IN_PLACE;
-    return HostCopies{
+    return cuda::HostCopies{
         std::make_unique<cuda::HostView>(sbuf, dtype, total, true),
         std::make_unique<cuda::HostView>(rbuf, dtype, in_place ? total : own, in_place), own};
 }
 
-// With a device buffer: themis's device path, or `previous` on host copies (device_call:
-// blocking when `started` is null).
-int reduce_scatter_on_device(const void *sbuf, void *rbuf, const std::vector<int> &counts,
-                             ompi_datatype_t *dtype, ompi_op_t *op, ompi_communicator_t *comm,
-                             mca_coll_base_module_t *module, int collective, const char *name,
-                             const char *unsupported, std::unique_ptr<PendingCall> *started,
-                             const PreviousOnHost &previous) {
-    return device_call(
-        module, comm, collective, name, unsupported,
-        [=](Context &ctx) {
-            return prepare_reduce_scatter_device(ctx, sbuf, rbuf, counts, dtype, op);
-        },
-        [=] { return reduce_scatter_copies(sbuf, rbuf, counts, dtype, comm); }, previous, started);
-}
 #endif
 
 size_t total_of(const std::vector<int> &counts) {
@@ -165,183 +140,76 @@ const char *unsupported_for(ompi_datatype_t *dtype, ompi_op_t *op, size_t elemen
     return why ? why : too_small(type_size * elements);
 }
 
-} // namespace
-
-extern "C" int mca_coll_themis_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
-                                              struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                              struct ompi_communicator_t *comm,
-                                              mca_coll_base_module_t *module) {
-    const std::vector<int> counts(rcounts, rcounts + ompi_comm_size(comm));
-    const char *unsupported = unsupported_for(dtype, op, total_of(counts));
+// MPI_Reduce_scatter's row of the collectives' table (coll_themis_entry.h); the counts are
+// the call's own copy (a held call may outlive the user's array).
+struct ReduceScatter {
+    struct Args {
+        const void *sbuf;
+        void *rbuf;
+        std::vector<int> counts;
+        ompi_datatype_t *dtype;
+        ompi_op_t *op;
+    };
+    static constexpr int slot = THEMIS_COLL_REDUCE_SCATTER;
+    static const char *unsupported(const Args &a, ompi_communicator_t *) {
+        return unsupported_for(a.dtype, a.op, total_of(a.counts));
+    }
+    static Prepared prepare(Context &ctx, const Args &a) {
+        return prepare_reduce_scatter(ctx, a.sbuf, a.rbuf, a.counts, a.dtype, a.op);
+    }
 #if THEMIS_HAVE_CUDA
-    if (cuda::on_device(sbuf) || cuda::on_device(rbuf))
-        return reduce_scatter_on_device(
-            sbuf, rbuf, counts, dtype, op, comm, module, THEMIS_COLL_REDUCE_SCATTER,
-            "MPI_Reduce_scatter", unsupported, nullptr,
-            [&](mca_coll_themis_module_t *m, const void *s, void *r, ompi_request_t **) {
-                return m->previous_reduce_scatter(s, r, rcounts, dtype, op, m->comm,
-                                                  m->previous_reduce_scatter_module);
-            });
+    static Prepared prepare_device(Context &ctx, const Args &a) {
+        return prepare_reduce_scatter_device(ctx, a.sbuf, a.rbuf, a.counts, a.dtype, a.op);
+    }
+    static cuda::HostCopies host_copies(const Args &a, ompi_communicator_t *comm) {
+        return reduce_scatter_copies(a.sbuf, a.rbuf, a.counts, a.dtype, comm);
+    }
 #endif
-    return run_or_delegate(
-        module, comm, THEMIS_COLL_REDUCE_SCATTER, "MPI_Reduce_scatter", unsupported,
-        [&](Context &ctx) { reduce_scatter(ctx, sbuf, rbuf, counts, dtype, op); },
-        [&](mca_coll_themis_module_t *m) {
-            return m->previous_reduce_scatter(sbuf, rbuf, rcounts, dtype, op, m->comm,
-                                              m->previous_reduce_scatter_module);
-        });
-}
+    static int below(mca_coll_themis_module_t *b, const Args &a, const void *s, void *r,
+                     ompi_request_t **request) {
+        return request ? b->previous_ireduce_scatter(s, r, a.counts.data(), a.dtype, a.op, b->comm,
+                                                     request, b->previous_ireduce_scatter_module)
+                       : b->previous_reduce_scatter(s, r, a.counts.data(), a.dtype, a.op, b->comm,
+                                                    b->previous_reduce_scatter_module);
+    }
+    static int below_init(mca_coll_themis_module_t *b, const Args &a, const void *s, void *r,
+                          ompi_info_t *info, ompi_request_t **request) {
+        return b->previous_reduce_scatter_init(s, r, a.counts.data(), a.dtype, a.op, b->comm, info,
+                                               request, b->previous_reduce_scatter_init_module);
+    }
+    static std::vector<opal_object_t *> objects(const Args &a, ompi_communicator_t *comm) {
+        return themis::objects(comm, a.dtype, a.op);
+    }
+};
 
-extern "C" int mca_coll_themis_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
-                                                    struct ompi_datatype_t *dtype,
-                                                    struct ompi_op_t *op,
-                                                    struct ompi_communicator_t *comm,
-                                                    mca_coll_base_module_t *module) {
-    const std::vector<int> counts(ompi_comm_size(comm), rcount);
-    const char *unsupported = unsupported_for(dtype, op, total_of(counts));
-#if THEMIS_HAVE_CUDA
-    if (cuda::on_device(sbuf) || cuda::on_device(rbuf))
-        return reduce_scatter_on_device(
-            sbuf, rbuf, counts, dtype, op, comm, module, THEMIS_COLL_REDUCE_SCATTER_BLOCK,
-            "MPI_Reduce_scatter_block", unsupported, nullptr,
-            [&](mca_coll_themis_module_t *m, const void *s, void *r, ompi_request_t **) {
-                return m->previous_reduce_scatter_block(s, r, rcount, dtype, op, m->comm,
-                                                        m->previous_reduce_scatter_block_module);
-            });
-#endif
-    return run_or_delegate(
-        module, comm, THEMIS_COLL_REDUCE_SCATTER_BLOCK, "MPI_Reduce_scatter_block", unsupported,
-        [&](Context &ctx) { reduce_scatter(ctx, sbuf, rbuf, counts, dtype, op); },
-        [&](mca_coll_themis_module_t *m) {
-            return m->previous_reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, m->comm,
-                                                    m->previous_reduce_scatter_block_module);
-        });
-}
-
-namespace {
-
-// The nonblocking forms of both: MPI_Ireduce_scatter_block is MPI_Ireduce_scatter with
-// equal counts. `previous_nonblocking(m, sbuf, rbuf, request)`: the module below's form.
-int ireduce_scatter(const void *sbuf, void *rbuf, const std::vector<int> &counts,
-                    ompi_datatype_t *dtype, ompi_op_t *op, ompi_communicator_t *comm,
-                    ompi_request_t **request, mca_coll_base_module_t *module, int collective,
-                    const char *name, const PreviousOnHost &previous_nonblocking) {
-    const char *unsupported = unsupported_for(dtype, op, total_of(counts));
-#if THEMIS_HAVE_CUDA
-    if (cuda::on_device(sbuf) || cuda::on_device(rbuf))
-        return start_on_device(
-            [=](std::unique_ptr<PendingCall> *started) {
-                return reduce_scatter_on_device(sbuf, rbuf, counts, dtype, op, comm, module,
-                                                collective, name, unsupported, started,
-                                                previous_nonblocking);
-            },
-            comm, request);
-#endif
-    return start_or_delegate(
-        module, comm, collective, name, unsupported, sbuf, rbuf, request,
-        [=](Context &ctx) { return prepare_reduce_scatter(ctx, sbuf, rbuf, counts, dtype, op); },
-        previous_nonblocking);
-}
+// MPI_Reduce_scatter_block: MPI_Reduce_scatter with equal counts, handed down as itself.
+struct ReduceScatterBlock : ReduceScatter {
+    static constexpr int slot = THEMIS_COLL_REDUCE_SCATTER_BLOCK;
+    static int below(mca_coll_themis_module_t *b, const Args &a, const void *s, void *r,
+                     ompi_request_t **request) {
+        const int rcount = a.counts[0];
+        return request ? b->previous_ireduce_scatter_block(s, r, rcount, a.dtype, a.op, b->comm,
+                                                           request,
+                                                           b->previous_ireduce_scatter_block_module)
+                       : b->previous_reduce_scatter_block(s, r, rcount, a.dtype, a.op, b->comm,
+                                                          b->previous_reduce_scatter_block_module);
+    }
+    static int below_init(mca_coll_themis_module_t *b, const Args &a, const void *s, void *r,
+                          ompi_info_t *info, ompi_request_t **request) {
+        return b->previous_reduce_scatter_block_init(s, r, a.counts[0], a.dtype, a.op, b->comm,
+                                                     info, request,
+                                                     b->previous_reduce_scatter_block_init_module);
+    }
+};
 
 } // namespace
 
-extern "C" int mca_coll_themis_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
-                                               struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                               struct ompi_communicator_t *comm,
-                                               ompi_request_t **request,
-                                               mca_coll_base_module_t *module) {
-    // The call may be held until set-up ends: it keeps its own copy of the counts.
-    const std::vector<int> counts(rcounts, rcounts + ompi_comm_size(comm));
-    return ireduce_scatter(
-        sbuf, rbuf, counts, dtype, op, comm, request, module, THEMIS_COLL_IREDUCE_SCATTER,
-        "MPI_Ireduce_scatter",
-        [=](mca_coll_themis_module_t *b, const void *s, void *r, ompi_request_t **req) {
-            return b->previous_ireduce_scatter(s, r, counts.data(), dtype, op, b->comm, req,
-                                               b->previous_ireduce_scatter_module);
-        });
-}
-
-extern "C" int mca_coll_themis_ireduce_scatter_block(
-    const void *sbuf, void *rbuf, int rcount, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-    struct ompi_communicator_t *comm, ompi_request_t **request, mca_coll_base_module_t *module) {
-    return ireduce_scatter(
-        sbuf, rbuf, std::vector<int>(ompi_comm_size(comm), rcount), dtype, op, comm, request,
-        module, THEMIS_COLL_IREDUCE_SCATTER_BLOCK, "MPI_Ireduce_scatter_block",
-        [=](mca_coll_themis_module_t *b, const void *s, void *r, ompi_request_t **req) {
-            return b->previous_ireduce_scatter_block(s, r, rcount, dtype, op, b->comm, req,
-                                                     b->previous_ireduce_scatter_block_module);
-        });
-}
-
-namespace {
-
-// The persistent forms of both: MPI_Reduce_scatter_block is MPI_Reduce_scatter with equal
-// counts (the counts array kept with the request). The module below's forms, given host
-// buffers: `previous_init` makes the persistent request, `previous_nonblocking` starts the
-// nonblocking call a device-buffer start hands down (device_call).
-template <typename PreviousInit>
-int reduce_scatter_init(const void *sbuf, void *rbuf, const std::vector<int> &counts,
-                        ompi_datatype_t *dtype, ompi_op_t *op, ompi_communicator_t *comm,
-                        ompi_request_t **request, mca_coll_base_module_t *module, int collective,
-                        const char *name, PreviousInit previous_init,
-                        PreviousOnHost previous_nonblocking) {
-    const char *unsupported = unsupported_for(dtype, op, total_of(counts));
-    return init_or_delegate(
-        module, comm, collective, name, unsupported, sbuf, rbuf, request, objects(comm, dtype, op),
-        [=](Context &ctx) { return prepare_reduce_scatter(ctx, sbuf, rbuf, counts, dtype, op); },
-        [=](std::unique_ptr<PendingCall> *started) {
-#if THEMIS_HAVE_CUDA
-            return reduce_scatter_on_device(sbuf, rbuf, counts, dtype, op, comm, module, collective,
-                                            name, unsupported, started, previous_nonblocking);
-#else
-            (void)started;
-            (void)previous_nonblocking;
-            return OMPI_ERR_NOT_SUPPORTED; // no device buffers without CUDA
-#endif
-        },
-        previous_init, previous_nonblocking,
-        [=] {
-#if THEMIS_HAVE_CUDA
-            return reduce_scatter_copies(sbuf, rbuf, counts, dtype, comm);
-#endif
-        });
-}
-
-} // namespace
-
-extern "C" int
-mca_coll_themis_reduce_scatter_init(const void *sbuf, void *rbuf, const int *rcounts,
-                                    struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                    struct ompi_communicator_t *comm, struct ompi_info_t *info,
-                                    ompi_request_t **request, mca_coll_base_module_t *module) {
-    const std::vector<int> counts(rcounts, rcounts + ompi_comm_size(comm));
-    return reduce_scatter_init(
-        sbuf, rbuf, counts, dtype, op, comm, request, module, THEMIS_COLL_REDUCE_SCATTER_INIT,
-        "MPIX_Reduce_scatter_init",
-        [&](mca_coll_themis_module_t *m, const void *s, void *r, ompi_request_t **req) {
-            return m->previous_reduce_scatter_init(s, r, rcounts, dtype, op, m->comm, info, req,
-                                                   m->previous_reduce_scatter_init_module);
-        },
-        [=](mca_coll_themis_module_t *b, const void *s, void *r, ompi_request_t **req) {
-            return b->previous_ireduce_scatter(s, r, counts.data(), dtype, op, b->comm, req,
-                                               b->previous_ireduce_scatter_module);
-        });
-}
-
-extern "C" int mca_coll_themis_reduce_scatter_block_init(
-    const void *sbuf, void *rbuf, int rcount, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-    struct ompi_communicator_t *comm, struct ompi_info_t *info, ompi_request_t **request,
-    mca_coll_base_module_t *module) {
-    return reduce_scatter_init(
-        sbuf, rbuf, std::vector<int>(ompi_comm_size(comm), rcount), dtype, op, comm, request,
-        module, THEMIS_COLL_REDUCE_SCATTER_BLOCK_INIT, "MPIX_Reduce_scatter_block_init",
-        [&](mca_coll_themis_module_t *m, const void *s, void *r, ompi_request_t **req) {
-            return m->previous_reduce_scatter_block_init(
-                s, r, rcount, dtype, op, m->comm, info, req,
-                m->previous_reduce_scatter_block_init_module);
-        },
-        [=](mca_coll_themis_module_t *b, const void *s, void *r, ompi_request_t **req) {
-            return b->previous_ireduce_scatter_block(s, r, rcount, dtype, op, b->comm, req,
-                                                     b->previous_ireduce_scatter_block_module);
-        });
-}
+THEMIS_ENTRY_POINTS(
+    reduce_scatter, ReduceScatter,
+    (const void *sbuf, void *rbuf, const int *rcounts, ompi_datatype_t *dtype, ompi_op_t *op),
+    (ReduceScatter::Args{sbuf, rbuf, std::vector<int>(rcounts, rcounts + ompi_comm_size(comm)),
+                         dtype, op}))
+THEMIS_ENTRY_POINTS(
+    reduce_scatter_block, ReduceScatterBlock,
+    (const void *sbuf, void *rbuf, int rcount, ompi_datatype_t *dtype, ompi_op_t *op),
+    (ReduceScatter::Args{sbuf, rbuf, std::vector<int>(ompi_comm_size(comm), rcount), dtype, op}))

@@ -13,6 +13,8 @@
 
 #include <functional>
 #include <memory>
+#include <stdexcept>
+#include <string>
 
 namespace themis {
 
@@ -22,6 +24,22 @@ class PendingCall {
     // Advances the call; true once its results are in the user's buffers. May throw:
     // the request then completes with an error.
     virtual bool progress() = 0;
+};
+
+// A call that failed before it was started (its error said, or `why` says it): its
+// request completes at the next progress, with that error.
+class FinishedCall : public PendingCall {
+  public:
+    explicit FinishedCall(int rc, std::string why = "the collective failed (said above)")
+        : rc_(rc), why_(std::move(why)) {}
+    bool progress() override {
+        if (rc_ != OMPI_SUCCESS) throw std::runtime_error(why_);
+        return true;
+    }
+
+  private:
+    int rc_;
+    std::string why_;
 };
 
 // The number of the progress callback's pass under way on this thread; 0 outside it.
