@@ -92,36 +92,34 @@ PREP=$ROOT/build-gpu          # what --prepare writes and the device call carrie
 RESERVE=15                    # seconds kept for the summary and the archive
 
 # ----------------------------------------------------------------- the checks
-CHECKS=(build gpu_probe dev_nb_persistent dev_setup_nb_only dev_threads dev_chunks_default
-  dev_host_copies dev_matrix osu_blocking osu_nonblocking osu_persistent overlap_np8
-  shm_vs_tuned ctest_suite)
-declare -A KIND=([build]=build [gpu_probe]=gpu [dev_nb_persistent]=gpu [dev_setup_nb_only]=gpu
-  [dev_threads]=gpu [dev_chunks_default]=gpu [dev_host_copies]=gpu [dev_matrix]=gpu
-  [osu_blocking]=gpu [osu_nonblocking]=gpu [osu_persistent]=gpu [overlap_np8]=host
-  [shm_vs_tuned]=host [ctest_suite]=host)
-declare -A CAP_FULL=([build]=240 [gpu_probe]=30 [dev_nb_persistent]=75 [dev_setup_nb_only]=45
-  [dev_threads]=60 [dev_chunks_default]=45 [dev_host_copies]=45 [dev_matrix]=150
-  [osu_blocking]=45 [osu_nonblocking]=45 [osu_persistent]=45 [overlap_np8]=60
-  [shm_vs_tuned]=100 [ctest_suite]=100000)
-declare -A CAP_SHORT=([build]=0 [gpu_probe]=30 [dev_nb_persistent]=60 [dev_setup_nb_only]=45
-  [dev_threads]=60 [dev_chunks_default]=45 [dev_host_copies]=45 [dev_matrix]=60
-  [osu_blocking]=45 [osu_nonblocking]=45 [osu_persistent]=45 [overlap_np8]=40
-  [shm_vs_tuned]=80 [ctest_suite]=60)
-declare -A GOAL=(
-  [build]="builds from the carried tree"
-  [gpu_probe]="a usable GPU, MPS on"
-  [dev_nb_persistent]="0 failed; themis runs device I* and *_init calls"
-  [dev_setup_nb_only]="exact; themis runs every call, the first too"
-  [dev_threads]="0 failed, calls from 3 threads and a context-less one"
-  [dev_chunks_default]="default plan = chunks 0's; 64 MiB <= 4.8 ms (#13)"
-  [dev_host_copies]="<= 1.5x host call + copy pair (was 251 ms)"
-  [dev_matrix]="every run of cuda_run.sh gpu passes"
-  [osu_blocking]="every size Pass, 4 B-64 MiB"
-  [osu_nonblocking]="every size Pass, 4 B-16 MiB"
-  [osu_persistent]="every size Pass, 4 B-16 MiB"
-  [overlap_np8]="overlap >= 90 % at 1-16 MiB, 8 ranks (#14)"
-  [shm_vs_tuned]="every point >= 1.0x tuned, 1-64 MiB (#15)"
-  [ctest_suite]="every test passes")
+# One row per check, in order of value: id | kind (build, gpu, host) | limit in seconds on
+# the GPU machine | limit in --short | goal.
+CHECK_TABLE='
+build              | build |    240 |  0 | builds from the carried tree
+gpu_probe          | gpu   |     30 | 30 | a usable GPU, MPS on
+dev_nb_persistent  | gpu   |     75 | 60 | 0 failed; themis runs device I* and *_init calls
+dev_setup_nb_only  | gpu   |     45 | 45 | exact; themis runs every call, the first too
+dev_threads        | gpu   |     60 | 60 | 0 failed, calls from 3 threads and a context-less one
+dev_chunks_default | gpu   |     45 | 45 | default plan = chunks 0'"'"'s; 64 MiB <= 4.8 ms (#13)
+dev_host_copies    | gpu   |     45 | 45 | <= 1.5x host call + copy pair (was 251 ms)
+dev_matrix         | gpu   |    150 | 60 | every run of cuda_run.sh gpu passes
+osu_blocking       | gpu   |     45 | 45 | every size Pass, 4 B-64 MiB
+osu_nonblocking    | gpu   |     45 | 45 | every size Pass, 4 B-16 MiB
+osu_persistent     | gpu   |     45 | 45 | every size Pass, 4 B-16 MiB
+overlap_np8        | host  |     60 | 40 | overlap >= 90 % at 1-16 MiB, 8 ranks (#14)
+shm_vs_tuned       | host  |    100 | 80 | every point >= 1.0x tuned, 1-64 MiB (#15)
+ctest_suite        | host  | 100000 | 60 | every test passes
+'
+CHECKS=()
+declare -A KIND CAP_FULL CAP_SHORT GOAL
+while IFS='|' read -r id kind full short goal; do
+  id=${id// /}
+  [ -n "$id" ] || continue
+  CHECKS+=("$id")
+  KIND[$id]=${kind// /} CAP_FULL[$id]=${full// /} CAP_SHORT[$id]=${short// /}
+  goal=${goal#"${goal%%[! ]*}"}
+  GOAL[$id]=$goal
+done <<<"$CHECK_TABLE"
 
 usage() { sed -n '3,/^set -uo pipefail/p' "$SELF" | sed '$d; s/^# \{0,1\}//'; }
 
