@@ -11,11 +11,11 @@
 //
 // Why ranks that start communicators in different orders cannot deadlock: a set-up's
 // steps run on matching spaces no other traffic uses (its private duplicate, created first
-// over the parent with a tag no collective component uses), in the same order on every
-// rank; whenever a rank is anywhere in MPI it polls the progress loop, which advances every
-// set-up of that thread to its next wait. A set-up of communicator A therefore advances
-// as soon as A's peers have started it, whatever other set-ups are under way: no rank
-// waits on another set-up for it. Blocking calls wait for their own set-up the same way.
+// over the parent with a tag of its own), in the same order on every rank; whenever a rank is
+// anywhere in MPI it polls the progress loop, which advances every set-up of that thread to its
+// next wait. A set-up of communicator A therefore advances as soon as A's peers have started it,
+// whatever other set-ups are under way: no rank waits on another set-up for it. Blocking calls wait
+// for their own set-up the same way.
 //
 // Calls that come while a set-up runs (coll_themis_entry.h): blocking ones wait for it;
 // eligible nonblocking and persistent ones are held in MPI order and started when it ends,
