@@ -167,7 +167,8 @@ template <typename OnThemis, typename OnBelow> std::unique_ptr<PendingCall>
 nonblocking_call(mca_coll_themis_module_t *m, ompi_communicator_t *comm, int slot, const char *name,
                  bool device_buffers, OnThemis on_themis, OnBelow on_below) {
     begin_setup(m, comm, device_buffers);
-    Launch launch = [=]() -> std::unique_ptr<PendingCall> {
+    // A std::function (a heap allocation) only for a call that must be held.
+    auto launch = [=]() -> std::unique_ptr<PendingCall> {
         try {
             Context *ctx = context_of(m);
             if (ctx == nullptr) return on_below(below_for_nonblocking(m));
@@ -184,7 +185,7 @@ nonblocking_call(mca_coll_themis_module_t *m, ompi_communicator_t *comm, int slo
             return std::make_unique<FinishedCall>(report_failure(name, e));
         }
     };
-    return setup_running(m) ? hold_until_setup(m, std::move(launch)) : launch();
+    return setup_running(m) ? hold_until_setup(m, Launch(std::move(launch))) : launch();
 }
 
 // THEMIS_SLOTS lists the four blocking forms, then the nonblocking and the persistent ones

@@ -183,6 +183,9 @@ std::vector<std::unique_ptr<SetupTask>> &tasks() {
     return all;
 }
 bool registered = false; // the progress callback
+// Tasks in the list: the progress callback, called on every poll of the whole process,
+// returns at once without the lock while there are none.
+std::atomic<int> task_count{0};
 
 // The task's body: the private duplicate, then the set-up proper; every failure ends in
 // a declined communicator (said by Context::create, or here).
@@ -241,7 +244,7 @@ int progress_setups() {
         return 0;
     }
     thread_local bool inside = false; // a launch below that polls the loop again
-    if (inside) return 0;
+    if (inside || task_count.load(std::memory_order_acquire) == 0) return 0;
     std::vector<SetupTask *> mine;
     {
         std::lock_guard<std::mutex> hold(tasks_lock);
@@ -258,6 +261,7 @@ int progress_setups() {
         auto &all = tasks();
         all.erase(
             std::find_if(all.begin(), all.end(), [&](const auto &p) { return p.get() == t; }));
+        task_count.fetch_sub(1, std::memory_order_release);
         ++ended;
     }
     inside = false;
@@ -317,6 +321,7 @@ void begin_setup(mca_coll_themis_module_t *m, ompi_communicator_t *comm, bool de
     {
         std::lock_guard<std::mutex> hold(tasks_lock);
         tasks().push_back(std::move(task));
+        task_count.fetch_add(1, std::memory_order_release);
         if (!registered) {
             opal_progress_register(progress_setups);
             registered = true;
