@@ -7,12 +7,7 @@
 namespace themis {
 
 const char *intra_policy_name(IntraPolicy p) {
-    switch (p) {
-    case IntraPolicy::Fifo: return "fifo";
-    case IntraPolicy::Scf: return "scf";
-    case IntraPolicy::ScfNewest: return "scf_newest";
-    }
-    return "?";
+    return choice_name(kIntraChoices, static_cast<int>(p));
 }
 
 namespace {

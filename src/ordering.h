@@ -29,16 +29,20 @@
 
 namespace themis {
 
-enum class IntraPolicy { Fifo, Scf, ScfNewest };
+enum class IntraPolicy {
+    Fifo = THEMIS_INTRA_FIFO,
+    Scf = THEMIS_INTRA_SCF,
+    ScfNewest = THEMIS_INTRA_SCF_NEWEST
+};
 
 const char *intra_policy_name(IntraPolicy p);
 
 struct OrderingParams {
-    IntraPolicy intra = IntraPolicy::Scf;
-    int max_active = 1; // K: stages running at once per dimension
+    IntraPolicy intra = static_cast<IntraPolicy>(THEMIS_INTRA_DEFAULT);
+    int max_active = THEMIS_MAX_ACTIVE_DEFAULT; // K: stages running at once per dimension
     // Bytes (each stage's larger side) running at once per dimension; 0: no bound. A
     // stage larger than the bound still runs, alone.
-    double max_active_bytes = 0;
+    double max_active_bytes = THEMIS_MAX_ACTIVE_BYTES_DEFAULT;
 };
 
 struct StageRef {

@@ -41,12 +41,9 @@ struct ByteRange {
 
 // PlanRequest::chunks asking the planner (planner.h) to choose the count.
 constexpr int kAutoChunks = 0;
-// The component's default coll_themis_chunks, and themis-sim's, so that both plan alike:
-// at most 128 chunks, no chunk under the smallest. Not auto: the planner's model lets one
-// stage fill a link, so it picks 16 large chunks on the emulated 2x4 100/200 network, where
-// one stage per dimension measured 56 % of the link (four: 94 %); allgather then measured
-// 89-92 % of the ideal at 16 and 64 MiB against 95-96 % with 128 chunks.
-constexpr int kDefaultChunks = 128;
+// The component's default coll_themis_chunks, and themis-sim's (settings.h; why not auto:
+// docs/design.md, "Why the defaults").
+constexpr int kDefaultChunks = THEMIS_CHUNKS_DEFAULT;
 
 struct PlanRequest {
     Collective collective = Collective::AllReduce;
@@ -59,7 +56,7 @@ struct PlanRequest {
     // Chunks: 0 (kAutoChunks) lets the planner choose (planner.h); N asks for N. Either
     // way no chunk is smaller than min_chunk_bytes (0: no floor) or holds no data.
     int chunks = kDefaultChunks;
-    uint64_t min_chunk_bytes = 0;
+    uint64_t min_chunk_bytes = THEMIS_MIN_CHUNK_BYTES_DEFAULT;
     SchedulerParams scheduler;
     OrderingParams ordering;
     int rank = 0;

@@ -26,10 +26,9 @@
 
 namespace themis {
 
-// The component's former default, measured best on the emulated networks at 64 MiB; more
-// chunks win little in the model (a 512 cap: 92.0 % of the ideal on average in themis-sim
-// --paper with Table 2 latencies, against 90.58 % at 128) and cost planning in proportion.
-constexpr int kMaxAutoChunks = 128;
+// The most chunks an auto count picks (settings.h; why: docs/design.md, "Why the
+// defaults").
+constexpr int kMaxAutoChunks = THEMIS_AUTO_CHUNKS_MAX;
 
 struct Prediction {
     Topology topology; // the request's network, with the algorithm each dimension runs

@@ -21,10 +21,10 @@ const CollectiveInfo &collective_info(Collective c) {
 
 const char *collective_name(Collective c) { return collective_info(c).name; }
 
-const char *policy_name(Policy p) { return p == Policy::Baseline ? "baseline" : "themis"; }
+const char *policy_name(Policy p) { return choice_name(kPolicyChoices, static_cast<int>(p)); }
 
 const char *load_model_name(LoadModel m) {
-    return m == LoadModel::Reference ? "reference" : "latency";
+    return choice_name(kLoadModelChoices, static_cast<int>(m));
 }
 
 std::vector<double> split_bytes(double total, int chunks) {

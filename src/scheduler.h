@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "cost_model.h"
+#include "settings.h"
 #include "topology.h"
 
 namespace themis {
@@ -40,24 +41,24 @@ struct CollectiveInfo {
     int phases() const { return int(reduces) + int(gathers); }
 };
 const CollectiveInfo &collective_info(Collective c);
-enum class Policy { Baseline, Themis };
+enum class Policy { Baseline = THEMIS_POLICY_BASELINE, Themis = THEMIS_POLICY_THEMIS };
 // What the Dim Load Tracker charges for a stage placed on a dimension:
 //   reference  bandwidth time only, All-Reduce charged as its RS half (the paper's
 //              reference implementation)
 //   latency    bandwidth time plus the stage's fixed delay (steps x step latency,
 //              paper Sec. 4.4), paid by every chunk stage
-enum class LoadModel { Reference, Latency };
+enum class LoadModel { Reference = THEMIS_LOAD_REFERENCE, Latency = THEMIS_LOAD_LATENCY };
 
 const char *collective_name(Collective c);
 const char *policy_name(Policy p);
 const char *load_model_name(LoadModel m);
 
 struct SchedulerParams {
-    Policy policy = Policy::Themis;
-    LoadModel load_model = LoadModel::Latency;
+    Policy policy = static_cast<Policy>(THEMIS_POLICY_DEFAULT);
+    LoadModel load_model = static_cast<LoadModel>(THEMIS_LOAD_DEFAULT);
     // A chunk takes the baseline order when the load gap, expressed as bytes of an RS
     // on the least-loaded dimension, is below chunk size x threshold.
-    double threshold = 1.0 / 16;
+    double threshold = THEMIS_THRESHOLD_DEFAULT;
 };
 
 struct Stage {

@@ -20,7 +20,11 @@
 
 namespace themis::sim {
 
-const char kHelp[] = R"(themis-sim: predict a hierarchical collective under the Themis scheduler.
+namespace {
+
+// The help text, {field} standing for a default that help_text() fills in.
+const char kHelpTemplate[] =
+    R"(themis-sim: predict a hierarchical collective under the Themis scheduler.
 
 Usage:
   themis-sim --topology T --size S [options]   simulate one collective
@@ -38,32 +42,36 @@ One run:
                      blocks), All-Gather each rank's output. Suffixes K, M, G, T (or KB, MB,
                      ...) are decimal, KiB, MiB, GiB, TiB binary: 64M, 1G, 100MB, 1.5GiB, 1e8
   --collective C     allreduce (default), reduce_scatter, allgather
-  --chunks N|auto    chunks the collective is split into, at most (default 128, as the
-                     component's coll_themis_chunks); auto: the planner chooses the count
-                     (up to 128) and, on the paper's switch dimensions, the algorithm (hd,
-                     direct or ring), as the component does with coll_themis_chunks=0
-  --min-chunk-bytes B  no chunk smaller than B bytes (default 256KiB, the component's
-                     coll_themis_min_chunk_bytes; 0: no floor)
-  --policy P         themis (default): Algorithm 1, least-loaded dimension first;
-                     baseline: every chunk takes the fixed hierarchical order
-                     (Reduce-Scatter on dim 0, 1, ..., All-Gather the reverse)
-  --intra I          order of ready stages on a dimension: scf (default, smallest chunk
-                     first, ties to the oldest), fifo, or scf_newest (ties to the newest,
-                     as the paper's reference code)
-  --max-active K     stages running at once per dimension, sharing its bandwidth (default 1)
-  --max-active-bytes B  bytes of stages running at once per dimension, as the component's
-                     coll_themis_max_active_bytes (default 0: no bound)
-  --load-model M     what the scheduler charges a dimension per stage: latency (default,
-                     bandwidth time + steps x latency) or reference (bandwidth time only,
-                     the paper's reference implementation)
+Defaults are the component's (one table: src/settings.h), "as" the parameter they mirror.
+  --chunks N|auto    chunks the collective is split into, at most
+                     (default {chunks}, as coll_themis_chunks); auto (or 0): the planner
+                     chooses the count (up to {auto_chunks}) and, on the paper's switch
+                     dimensions, the algorithm (hd, direct or ring), as the component does
+                     with coll_themis_chunks=0
+  --min-chunk-bytes B  no chunk smaller than B bytes; 0: no floor
+                     (default {min_chunk_bytes}, as coll_themis_min_chunk_bytes)
+  --policy P         the dimension order of a chunk: themis = Algorithm 1, least-loaded
+                     dimension first; baseline = every chunk takes the fixed hierarchical
+                     order (Reduce-Scatter on dim 0, 1, ..., All-Gather the reverse)
+                     (default {policy}, as coll_themis_policy)
+  --intra I          order of ready stages on a dimension: scf = smallest chunk first, ties
+                     to the oldest; fifo; scf_newest = ties to the newest, as the paper's
+                     reference code (default {intra}, as coll_themis_intra_policy)
+  --max-active K     stages running at once per dimension, sharing its bandwidth, {max_active_range}
+                     (default {max_active}, as coll_themis_max_active)
+  --max-active-bytes B  bytes of stages running at once per dimension; 0: no bound
+                     (default {max_active_bytes}, as coll_themis_max_active_bytes)
+  --load-model M     what the scheduler charges a dimension per stage: latency = bandwidth
+                     time + steps x latency; reference = bandwidth time only, the paper's
+                     reference implementation (default {load_model}, as coll_themis_load_model)
   --bandwidth-only   set every latency to zero (the model the paper's averages come from)
   --calls N          N calls of the collective started back to back, as nonblocking calls
                      in flight together (default 1): each planned from the load the one
                      before left, run as the component's engine shares the dimensions (a
                      later call starts stages while the earlier ones wait for their chunks);
                      utilization counts all N. Chunks are numbered across the calls
-  --carry-load B     true (default) or false: plan each of the --calls from the load the
-                     one before left, as the component's coll_themis_carry_load
+  --carry-load B     true or false: plan each of the --calls from the load the one before
+                     left (default {carry_load}, as coll_themis_carry_load)
   --orders N         show the dimension orders of the first N chunks (default 8)
   --timeline FILE    write an SVG timeline: one lane per dimension, one rectangle per
                      stage, coloured by chunk, Reduce-Scatter solid, All-Gather hatched
@@ -92,6 +100,41 @@ number or label), they are the mean of the rows.
 Exit status: 0 done, 1 a file could not be written or a trace not read, 2 a bad command
 line.
 )";
+
+// Bytes as the help text shows them: the count, then in binary units where they fit:
+// "262144 (256KiB)", "0".
+std::string byte_text(uint64_t bytes) {
+    const std::string count = std::to_string(bytes);
+    if (bytes != 0 && bytes % (1u << 20) == 0)
+        return count + " (" + std::to_string(bytes >> 20) + "MiB)";
+    if (bytes != 0 && bytes % (1u << 10) == 0)
+        return count + " (" + std::to_string(bytes >> 10) + "KiB)";
+    return count;
+}
+
+} // namespace
+
+std::string help_text() {
+    const SimCase defaults;
+    const std::pair<const char *, std::string> fields[] = {
+        {"{chunks}", std::to_string(defaults.chunks)},
+        {"{auto_chunks}", std::to_string(kMaxAutoChunks)},
+        {"{min_chunk_bytes}", byte_text(defaults.min_chunk_bytes)},
+        {"{policy}", policy_name(defaults.scheduler.policy)},
+        {"{intra}", intra_policy_name(defaults.ordering.intra)},
+        {"{max_active}", std::to_string(defaults.ordering.max_active)},
+        {"{max_active_range}",
+         std::to_string(THEMIS_MAX_ACTIVE_MIN) + " to " + std::to_string(THEMIS_MAX_ACTIVE_MAX)},
+        {"{max_active_bytes}",
+         byte_text(static_cast<uint64_t>(defaults.ordering.max_active_bytes))},
+        {"{load_model}", load_model_name(defaults.scheduler.load_model)},
+        {"{carry_load}", defaults.carry_load ? "true" : "false"}};
+    std::string text = kHelpTemplate;
+    for (const auto &[field, value] : fields)
+        for (size_t at = text.find(field); at != std::string::npos; at = text.find(field, at))
+            text.replace(at, std::strlen(field), value);
+    return text;
+}
 
 namespace {
 
@@ -134,14 +177,31 @@ double parse_size(const std::string &text) {
     return bytes;
 }
 
-template <typename T> T parse_choice(const std::string &option, const std::string &text,
-                                     std::initializer_list<std::pair<const char *, T>> choices) {
+// The position of `text` (in any case) among `names`; a UsageError listing them if none.
+size_t parse_name(const std::string &option, const std::string &text,
+                  const std::vector<const char *> &names) {
     std::string valid;
-    for (const auto &c : choices) {
-        if (lower(text) == c.first) return c.second;
-        valid += (valid.empty() ? "" : ", ") + std::string(c.first);
+    for (size_t k = 0; k < names.size(); ++k) {
+        if (lower(text) == names[k]) return k;
+        valid += (valid.empty() ? "" : ", ") + std::string(names[k]);
     }
     throw UsageError("--" + option + ": expected one of " + valid + ", got \"" + text + "\"");
+}
+
+template <typename T> T parse_choice(const std::string &option, const std::string &text,
+                                     std::initializer_list<std::pair<const char *, T>> choices) {
+    std::vector<const char *> names;
+    for (const auto &c : choices) names.push_back(c.first);
+    return (choices.begin() + parse_name(option, text, names))->second;
+}
+
+// A choice shared with the component (settings.h), by the names it has there.
+template <typename Enum, size_t N> Enum parse_setting(const std::string &option,
+                                                      const std::string &text,
+                                                      const SettingChoice (&choices)[N]) {
+    std::vector<const char *> names;
+    for (const SettingChoice &c : choices) names.push_back(c.name);
+    return static_cast<Enum>(choices[parse_name(option, text, names)].value);
 }
 
 // Every option: its name, whether it takes a value, and what it sets.
@@ -160,7 +220,8 @@ const std::vector<OptionSpec> &option_specs() {
         {"size", true, [](Options &o, const std::string &v) { o.run.bytes = parse_size(v); }},
         {"chunks", true,
          [](Options &o, const std::string &v) {
-             o.run.chunks = lower(v) == "auto" ? kAutoChunks : parse_int("chunks", v, 1, 1 << 20);
+             o.run.chunks =
+                 lower(v) == "auto" ? kAutoChunks : parse_int("chunks", v, 0, THEMIS_CHUNKS_MAX);
          }},
         {"min-chunk-bytes", true,
          [](Options &o, const std::string &v) {
@@ -176,20 +237,16 @@ const std::vector<OptionSpec> &option_specs() {
          }},
         {"policy", true,
          [](Options &o, const std::string &v) {
-             o.run.scheduler.policy = parse_choice<Policy>(
-                 "policy", v, {{"baseline", Policy::Baseline}, {"themis", Policy::Themis}});
+             o.run.scheduler.policy = parse_setting<Policy>("policy", v, kPolicyChoices);
          }},
         {"intra", true,
          [](Options &o, const std::string &v) {
-             o.run.ordering.intra =
-                 parse_choice<IntraPolicy>("intra", v,
-                                           {{"fifo", IntraPolicy::Fifo},
-                                            {"scf", IntraPolicy::Scf},
-                                            {"scf_newest", IntraPolicy::ScfNewest}});
+             o.run.ordering.intra = parse_setting<IntraPolicy>("intra", v, kIntraChoices);
          }},
         {"max-active", true,
          [](Options &o, const std::string &v) {
-             o.run.ordering.max_active = parse_int("max-active", v, 1, 1024);
+             o.run.ordering.max_active =
+                 parse_int("max-active", v, THEMIS_MAX_ACTIVE_MIN, THEMIS_MAX_ACTIVE_MAX);
          }},
         {"max-active-bytes", true,
          [](Options &o, const std::string &v) {
@@ -197,9 +254,8 @@ const std::vector<OptionSpec> &option_specs() {
          }},
         {"load-model", true,
          [](Options &o, const std::string &v) {
-             o.run.scheduler.load_model = parse_choice<LoadModel>(
-                 "load-model", v,
-                 {{"reference", LoadModel::Reference}, {"latency", LoadModel::Latency}});
+             o.run.scheduler.load_model =
+                 parse_setting<LoadModel>("load-model", v, kLoadModelChoices);
          }},
         {"calls", true,
          [](Options &o, const std::string &v) { o.run.calls = parse_int("calls", v, 1, 4096); }},

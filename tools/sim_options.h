@@ -10,7 +10,8 @@
 
 namespace themis::sim {
 
-extern const char kHelp[];
+// The help text, with the defaults of settings.h filled in.
+std::string help_text();
 
 // A bad command line: main prints it as one line and exits with status 2.
 class UsageError : public std::runtime_error {

@@ -27,7 +27,7 @@ struct SimCase {
     // As the component's coll_themis_chunks and coll_themis_min_chunk_bytes (defaults
     // included): kAutoChunks = the planner chooses.
     int chunks = kDefaultChunks;
-    uint64_t min_chunk_bytes = 262144;
+    uint64_t min_chunk_bytes = THEMIS_MIN_CHUNK_BYTES_DEFAULT;
     SchedulerParams scheduler;
     OrderingParams ordering;
     // Calls of this collective started back to back, as nonblocking calls in flight
@@ -35,7 +35,7 @@ struct SimCase {
     // coll_themis_carry_load, unless carry_load is false), run as the engine shares the
     // dimensions between them (ordering.h, CrossCall::FillIdle).
     int calls = 1;
-    bool carry_load = true;
+    bool carry_load = THEMIS_CARRY_LOAD_DEFAULT;
 };
 
 // The plan request the component would make for the case (one byte elements; RS and AG

@@ -209,7 +209,7 @@ int main(int argc, char **argv) {
     try {
         const Options o = parse_args(argc, argv);
         if (o.help) {
-            std::cout << kHelp;
+            std::cout << help_text();
             return 0;
         }
         return o.paper ? run_paper_benchmark(o) : run_one(o);

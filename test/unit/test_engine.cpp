@@ -119,11 +119,8 @@ struct World {
 
     std::shared_ptr<const Plan> plan(Collective coll, std::vector<uint64_t> counts,
                                      size_t element_size, int rank) {
-        PlanRequest req;
-        req.collective = coll;
-        req.element_size = element_size;
-        req.block_counts = std::move(counts);
-        req.chunks = config.chunks;
+        PlanRequest req =
+            themis_test::bare_request(coll, element_size, std::move(counts), config.chunks);
         req.scheduler.policy = config.policy;
         req.scheduler.load_model = config.model;
         req.ordering.intra = config.intra;
@@ -850,10 +847,7 @@ TEST(EngineEdge, EngineRunDrivesASingleRankPlan) {
     LoopbackNetwork net(t, true);
     HostMemory mem;
     Engine engine(t, net.transport(0), mem, 1);
-    PlanRequest req;
-    req.collective = Collective::AllReduce;
-    req.element_size = 8;
-    req.block_counts = {4};
+    const PlanRequest req = themis_test::bare_request(Collective::AllReduce, 8, {4}, 1);
     std::vector<int64_t> v = {1, 2, 3, 4};
     SumReducer<int64_t> sum;
     engine.run(std::make_shared<const Plan>(compile_plan(t, req)),

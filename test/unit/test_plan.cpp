@@ -55,11 +55,7 @@ Ranges block_ranges(const PlanOp &op, int j) {
 
 PlanRequest request(Collective coll, std::vector<uint64_t> counts, int chunks, int rank,
                     Policy policy = Policy::Themis, LoadModel model = LoadModel::Latency) {
-    PlanRequest req;
-    req.collective = coll;
-    req.element_size = sizeof(int64_t);
-    req.block_counts = std::move(counts);
-    req.chunks = chunks;
+    PlanRequest req = themis_test::bare_request(coll, sizeof(int64_t), std::move(counts), chunks);
     req.scheduler.policy = policy;
     req.scheduler.load_model = model;
     req.rank = rank;

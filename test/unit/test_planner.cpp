@@ -19,11 +19,7 @@ namespace {
 const unsigned kAll = themis_test::every_algorithm();
 
 PlanRequest allreduce(uint64_t bytes, int chunks, int k = 1) {
-    PlanRequest req;
-    req.collective = Collective::AllReduce;
-    req.element_size = 1;
-    req.block_counts = {bytes};
-    req.chunks = chunks;
+    PlanRequest req = themis_test::bare_request(Collective::AllReduce, 1, {bytes}, chunks);
     req.ordering.max_active = k;
     return req;
 }

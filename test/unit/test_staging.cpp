@@ -73,11 +73,7 @@ int64_t ival(int rank, uint64_t e) {
 
 PlanRequest request(Collective coll, const std::vector<uint64_t> &counts, int chunks, int k,
                     int rank) {
-    PlanRequest req;
-    req.collective = coll;
-    req.element_size = sizeof(int64_t);
-    req.block_counts = counts;
-    req.chunks = chunks;
+    PlanRequest req = themis_test::bare_request(coll, sizeof(int64_t), counts, chunks);
     req.ordering.max_active = k;
     req.rank = rank;
     return req;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "plan.h"
 #include "topology.h"
 #include "transport.h"
 
@@ -24,6 +25,22 @@ inline themis::Dimension dim(int peers, double bandwidth, double latency = 0,
     d.latency = latency;
     d.algorithm = alg;
     return d;
+}
+
+// A plan request without the component's bounds (settings.h): no chunk floor, one stage
+// per dimension and no byte bound, the model the tests' hand-worked chunks and orders
+// assume; a test that needs a bound sets it.
+inline themis::PlanRequest bare_request(themis::Collective coll, uint64_t element_size,
+                                        std::vector<uint64_t> counts, int chunks) {
+    themis::PlanRequest req;
+    req.collective = coll;
+    req.element_size = element_size;
+    req.block_counts = std::move(counts);
+    req.chunks = chunks;
+    req.min_chunk_bytes = 0;
+    req.ordering.max_active = 1;
+    req.ordering.max_active_bytes = 0;
+    return req;
 }
 
 // Every algorithm of the registry, one bit (1 << Algorithm) each, as Dimension::alternatives.

@@ -16,13 +16,11 @@
 #include "ompi/communicator/communicator.h"
 #include "ompi/mca/coll/coll.h"
 #include "opal/mca/base/mca_base_var_enum.h"
+#include "settings.h"
 
 BEGIN_C_DECLS
 
-/* Values of the enum parameters; the C++ side maps them onto themis:: enums. */
-enum { THEMIS_POLICY_BASELINE = 0, THEMIS_POLICY_THEMIS = 1 };
-enum { THEMIS_INTRA_FIFO = 0, THEMIS_INTRA_SCF = 1 };
-enum { THEMIS_LOAD_REFERENCE = 0, THEMIS_LOAD_LATENCY = 1 };
+/* Values of the enum parameters the core does not share (those it does: settings.h). */
 enum { THEMIS_TRANSPORT_AUTO = 0, THEMIS_TRANSPORT_PML = 1, THEMIS_TRANSPORT_UCX = 2 };
 /* coll_themis_node_transport: node-local dimensions by single copy (cma) or the transport. */
 enum { THEMIS_NODE_AUTO = 0, THEMIS_NODE_CMA = 1, THEMIS_NODE_TRANSPORT = 2 };

@@ -37,10 +37,13 @@ mca_coll_themis_component_t mca_coll_themis_component = {
     /* The MCA parameters get their defaults from themis_params below, at registration. */
 };
 
+/* The choices the core shares (settings.h), as Open MPI's enum values. */
 static const mca_base_var_enum_value_t policy_values[] = {
-    {THEMIS_POLICY_BASELINE, "baseline"}, {THEMIS_POLICY_THEMIS, "themis"}, {0, NULL}};
+    THEMIS_POLICY_CHOICES(THEMIS_CHOICE_ROW){0, NULL}};
 static const mca_base_var_enum_value_t intra_values[] = {
-    {THEMIS_INTRA_FIFO, "fifo"}, {THEMIS_INTRA_SCF, "scf"}, {0, NULL}};
+    THEMIS_INTRA_CHOICES(THEMIS_CHOICE_ROW){0, NULL}};
+static const mca_base_var_enum_value_t load_values[] = {
+    THEMIS_LOAD_CHOICES(THEMIS_CHOICE_ROW){0, NULL}};
 static const mca_base_var_enum_value_t transport_values[] = {{THEMIS_TRANSPORT_AUTO, "auto"},
                                                             {THEMIS_TRANSPORT_PML, "pml"},
                                                             {THEMIS_TRANSPORT_UCX, "ucx"},
@@ -75,8 +78,6 @@ static const mca_base_var_enum_value_t cuda_ipc_values[] = {{THEMIS_CUDA_IPC_AUT
                                                            {THEMIS_CUDA_IPC_OFF, "off"},
                                                            {0, NULL}};
 #endif
-static const mca_base_var_enum_value_t load_values[] = {
-    {THEMIS_LOAD_REFERENCE, "reference"}, {THEMIS_LOAD_LATENCY, "latency"}, {0, NULL}};
 
 /* The numbers a parameter accepts: lo to hi (hi = INFINITY: no upper bound), and 0 too
  * where or_zero says so (0 = auto beside a range that starts higher). Unchecked: any. */
@@ -110,13 +111,17 @@ typedef struct {
     .type = _Generic(mca_coll_themis_component.f, int: MCA_BASE_VAR_TYPE_INT,                 \
                      size_t: MCA_BASE_VAR_TYPE_SIZE_T, double: MCA_BASE_VAR_TYPE_DOUBLE,       \
                      bool: MCA_BASE_VAR_TYPE_BOOL, char *: MCA_BASE_VAR_TYPE_STRING)
+#define THEMIS_TEXT(macro) THEMIS_TEXT_OF(macro)
+#define THEMIS_TEXT_OF(literal) #literal
 #define RANGE(lo_, hi_) .range = {.checked = true, .lo = (lo_), .hi = (hi_)}
 
 /* Every parameter, in the order ompi_info lists them. README.md's parameter tables must
- * agree (names and defaults): test/mpi/check_ompi_info.sh compares them. */
+ * agree (names and defaults): test/mpi/check_ompi_info.sh compares them. The defaults and
+ * ranges the core and themis-sim share come from settings.h; why each default is what it
+ * is: docs/design.md, "Why the defaults". */
 static const themis_param_t themis_params[] = {
     {.name = "priority", FIELD(priority), .level = OPAL_INFO_LVL_6,
-     .default_value = 35, /* above tuned (30): themis runs first and hands the rest down */
+     .default_value = 35,
      .help = "Priority of coll/themis (valid: any integer; above tuned's 30 to take "
              "allreduce, reduce_scatter(_block) and allgather; negative disables it)"},
     {.name = "verbose", FIELD(verbose), .level = OPAL_INFO_LVL_9,
@@ -154,20 +159,20 @@ static const themis_param_t themis_params[] = {
              "node, or one rank per node), where it has nothing to balance (valid: "
              "true, false = hand such communicators to the previous module)"},
     {.name = "policy", FIELD(policy), .choices = policy_values, .level = OPAL_INFO_LVL_4,
-     .default_value = THEMIS_POLICY_THEMIS,
+     .default_value = THEMIS_POLICY_DEFAULT,
      .help = "Inter-dimension chunk scheduling (valid: baseline = fixed hierarchical "
              "order, themis = load-balancing order); MPI_Info key themis_policy overrides "
              "it per communicator"},
     {.name = "intra_policy", FIELD(intra_policy), .choices = intra_values, .level = OPAL_INFO_LVL_5,
-     .default_value = THEMIS_INTRA_SCF,
+     .default_value = THEMIS_INTRA_DEFAULT,
      .help = "Order of ready stages within a dimension (valid: fifo, scf = smallest "
              "chunk first)"},
     {.name = "load_model", FIELD(load_model), .choices = load_values, .level = OPAL_INFO_LVL_5,
-     .default_value = THEMIS_LOAD_LATENCY,
+     .default_value = THEMIS_LOAD_DEFAULT,
      .help = "What the load tracker charges per stage (valid: reference = bandwidth time "
              "only, latency = bandwidth time plus steps x step latency)"},
     {.name = "transport", FIELD(transport), .choices = transport_values, .level = OPAL_INFO_LVL_4,
-     .default_value = THEMIS_TRANSPORT_PML, /* UCX over TCP took 1.05-1.23x the PML's time */
+     .default_value = THEMIS_TRANSPORT_PML,
      .help = "How the per-dimension stages move data (valid: auto = UCX when it starts, "
              "else the PML; pml = Open MPI's point-to-point layer; ucx = UCX UCP directly)"},
     {.name = "node_transport", FIELD(node_transport), .choices = node_transport_values,
@@ -185,26 +190,25 @@ static const themis_param_t themis_params[] = {
              "messages elsewhere; N = parts of at most N bytes on every dimension, "
              "1073741824 = never split; the same on every rank"},
     {.name = "chunks", FIELD(chunks), .level = OPAL_INFO_LVL_5,
-     .default_value = 128, /* at most; kDefaultChunks in src/plan.h says why not auto (0) */
-     RANGE(0, 4096),
+     .default_value = THEMIS_CHUNKS_DEFAULT, RANGE(0, THEMIS_CHUNKS_MAX),
      .help = "Chunks a collective is split into, fewer where min_chunk_bytes asks; 0 = "
-             "auto: the count predicted fastest, up to 128"},
+             "auto: the count predicted fastest, up to " THEMIS_TEXT(THEMIS_AUTO_CHUNKS_MAX)},
     {.name = "min_chunk_bytes", FIELD(min_chunk_bytes), .level = OPAL_INFO_LVL_5,
-     .default_value = 256 * 1024,
+     .default_value = THEMIS_MIN_CHUNK_BYTES_DEFAULT,
      .help = "Smallest chunk in bytes: fewer chunks are used for smaller messages "
              "(valid: 0 = no floor, or a byte count)"},
     {.name = "carry_load", FIELD(carry_load), .level = OPAL_INFO_LVL_5,
-     .default_value = true,
+     .default_value = THEMIS_CARRY_LOAD_DEFAULT,
      .help = "Plan each nonblocking or persistent call from the per-dimension load the one "
              "before it on the communicator left unbalanced, one load tracker for calls in "
              "flight together (valid: true; false = plan every call alone, which suits "
              "calls that never overlap)"},
     {.name = "max_active", FIELD(max_active), .level = OPAL_INFO_LVL_5,
-     .default_value = 4, /* one stage per dimension cannot fill a link: K=1 56 %, 4 94 % */
-     RANGE(1, 64),
+     .default_value = THEMIS_MAX_ACTIVE_DEFAULT,
+     RANGE(THEMIS_MAX_ACTIVE_MIN, THEMIS_MAX_ACTIVE_MAX),
      .help = "Stages running at once per dimension, K"},
     {.name = "max_active_bytes", FIELD(max_active_bytes), .level = OPAL_INFO_LVL_5,
-     .default_value = 2 * 1024 * 1024, /* more only queues on a link: 82.5 % vs 79.5 % unbounded */
+     .default_value = THEMIS_MAX_ACTIVE_BYTES_DEFAULT,
      .help = "Stage bytes running at once per dimension: a stage starts beside others only "
              "if all fit under this bound, since a link carries their data first come "
              "first served (valid: 0 = no bound but max_active, or a byte count; a stage "
@@ -214,7 +218,8 @@ static const themis_param_t themis_params[] = {
      .help = "Messages smaller than this many bytes go to the previous module "
              "(valid: >= 0)"},
     {.name = "threshold", FIELD(threshold), .level = OPAL_INFO_LVL_6,
-     .default_value = 1.0 / 16, RANGE(0, 1),
+     .default_value = THEMIS_THRESHOLD_DEFAULT,
+     RANGE(THEMIS_THRESHOLD_MIN, THEMIS_THRESHOLD_MAX),
      .help = "Themis falls back to the baseline order when the dimension loads differ by "
              "less than this fraction of a chunk; the default is the paper's"},
     {.name = "trace", FIELD(trace), .level = OPAL_INFO_LVL_9,
@@ -256,6 +261,8 @@ static const themis_param_t themis_params[] = {
 };
 #undef FIELD
 #undef RANGE
+#undef THEMIS_TEXT
+#undef THEMIS_TEXT_OF
 
 #define THEMIS_PARAM_COUNT (sizeof themis_params / sizeof themis_params[0])
 
