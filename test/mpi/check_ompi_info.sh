@@ -2,7 +2,8 @@
 # check_ompi_info.sh -- `ompi_info --param coll themis --level 9` lists coll/themis and
 # every coll_themis_* parameter with a description, the enum parameters show their
 # valid values, and README.md's parameter tables list exactly the registered
-# parameters, each with the default ompi_info reports. ompi_info ignores --mca
+# parameters, each with the default ompi_info reports, and themis-sim's defaults are the
+# component's. ompi_info ignores --mca
 # arguments, so the build tree's component is found through
 # OMPI_MCA_mca_base_component_path (Open MPI's own dir stays in it).
 # Environment: THEMIS_BUILDDIR, OMPI_DEFAULT_COMPONENT_DIR, OMPI_INFO (default ompi_info).
@@ -121,9 +122,24 @@ for name in "${!documented[@]}"; do
   problems+=("README.md lists coll_themis_$name, but ompi_info does not")
 done
 
+# themis-sim's defaults: its --help gives each shared one as "(default VALUE, as
+# coll_themis_NAME)"; VALUE must be the component's default (both come from src/settings.h).
+sim_defaults=$("$BUILDDIR/tools/themis-sim" --help | tr -s ' \n' ' ' |
+               grep -o '(default [^ ,]*[^,]*, as coll_themis_[a-z_]*)' |
+               sed 's/^(default \([^ ,]*\).*, as coll_themis_\([a-z_]*\))$/\2|\1/')
+[ "$(wc -l <<<"$sim_defaults")" -ge 8 ] ||
+  problems+=("themis-sim --help names fewer than 8 defaults 'as coll_themis_*': $sim_defaults")
+while IFS='|' read -r name value; do
+  if [ -z "${registered[$name]+set}" ]; then
+    problems+=("themis-sim mirrors coll_themis_$name, which ompi_info does not list")
+  elif ! same_default "$value" "${registered[$name]}"; then
+    problems+=("coll_themis_$name: themis-sim's default '$value', the component's '${registered[$name]}'")
+  fi
+done <<<"$sim_defaults"
+
 echo "$human"
 if [ ${#problems[@]} = 0 ]; then
-  echo "check_ompi_info: PASS (${#listed[@]} parameters, as README.md lists them: ${listed[*]})"
+  echo "check_ompi_info: PASS (${#listed[@]} parameters, as README.md lists them: ${listed[*]}; themis-sim mirrors $(wc -l <<<"$sim_defaults") defaults alike)"
   exit 0
 fi
 echo "check_ompi_info: FAIL"
