@@ -49,7 +49,7 @@
 #                               (same given rates), and its time with calibrated rates
 #   dev_host_copies     45/45   64 MiB device All-Reduce handed down on host copies (dims=auto,
 #                               cuda_ipc off), against host buffers + one copy pair
-#   dev_matrix         150/60   test/mpi/cuda_run.sh gpu (the device matrix, cuda_gpu)
+#   dev_matrix         150/60   test/cuda/cuda_run.sh gpu (the device matrix, cuda_gpu)
 #   osu_blocking        45/45   OSU -d cuda -c: osu_allreduce, osu_reduce_scatter, osu_allgather
 #   osu_nonblocking     45/45   osu_iallreduce, osu_ireduce_scatter, osu_iallgather
 #   osu_persistent      45/45   osu_allgather_persistent, osu_reduce_scatter_persistent
@@ -345,7 +345,7 @@ check_build() {
     if timeout "$left" make -C "$BUILD" install >> "$log" 2>&1; then fig="$fig, installed"
     else fig="$fig, make install FAILED"; fi
   fi
-  [ -x "$BUILD/test/mpi/themis-stress" ] || { result FAIL "$fig, but no test/mpi/themis-stress"; return; }
+  [ -x "$BUILD/test/stress/themis-stress" ] || { result FAIL "$fig, but no test/stress/themis-stress"; return; }
   result PASS "$fig"
 }
 
@@ -353,7 +353,7 @@ check_build() {
 check_gpu_probe() {
   local log=$LOGDIR/gpu_probe.log name rc
   if [ "${DEVICE_RUN_FAKE_GPU:-0}" = 1 ]; then   # --fake-gpu: the checks' plumbing, no GPU
-    [ -f "$BUILD/test/mpi/.libs/libcuda-fake.so" ] || { result FAIL "no emulated driver in the build"; return; }
+    [ -f "$BUILD/test/cuda/.libs/libcuda-fake.so" ] || { result FAIL "no emulated driver in the build"; return; }
     echo "EMULATED CUDA driver (no GPU)" > "$STATE/gpu"
     result PASS "EMULATED driver (--fake-gpu): figures mean nothing"; return
   fi
@@ -513,10 +513,10 @@ check_dev_host_copies() {
 
 check_dev_matrix() {
   local log=$LOGDIR/dev_matrix.log rc runs
-  THEMIS_BUILDDIR=$BUILD timeout $((CHECK_LIMIT - 5)) bash "$ROOT/test/mpi/cuda_run.sh" gpu > "$log" 2>&1
+  THEMIS_BUILDDIR=$BUILD timeout $((CHECK_LIMIT - 5)) bash "$ROOT/test/cuda/cuda_run.sh" gpu > "$log" 2>&1
   rc=$?
   runs=$(grep -c '^== ' "$log")
-  mkdir -p "$LOGDIR/dev_matrix" && cp "$BUILD"/test/mpi/logs/cuda_gpu_*.log "$LOGDIR/dev_matrix/" 2> /dev/null
+  mkdir -p "$LOGDIR/dev_matrix" && cp "$BUILD"/test/cuda/logs/cuda_gpu_*.log "$LOGDIR/dev_matrix/" 2> /dev/null
   case $rc in
     0) result PASS "$runs runs passed" ;;
     77) result SKIPPED "$(grep -m1 -o 'SKIPPED: .*' "$log")" ;;
@@ -822,7 +822,7 @@ main() {
 
   if [ -n "${INTERNAL:-}" ]; then   # one check, in its own process (so that timeout ends it)
     CHECK=$INTERNAL MODE=$DEVICE_RUN_MODE
-    CUDA_CHECK=$BUILD/test/mpi/themis-cuda-check STRESS=$BUILD/test/mpi/themis-stress BENCH=$BUILD/bench/themis-bench
+    CUDA_CHECK=$BUILD/test/cuda/themis-cuda-check STRESS=$BUILD/test/stress/themis-stress BENCH=$BUILD/bench/themis-bench
     "check_$CHECK"
     exit 0
   fi
@@ -927,7 +927,7 @@ main() {
     fi
     # The emulated driver is loaded by its path by the component and the test programs alike.
     if [ "$id" = gpu_probe ] && [ "${DEVICE_RUN_FAKE_GPU:-0}" = 1 ] && [ -f "$STATE/gpu" ]; then
-      export OMPI_MCA_coll_themis_cuda_driver=$BUILD/test/mpi/.libs/libcuda-fake.so
+      export OMPI_MCA_coll_themis_cuda_driver=$BUILD/test/cuda/.libs/libcuda-fake.so
     fi
   done
   stop_mps

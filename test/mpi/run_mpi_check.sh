@@ -46,8 +46,8 @@
 #   ranks.log (those, concatenated), component/ (the copy of the DSO the run used).
 set -uo pipefail
 
-# shellcheck source=mpi_env.sh
-source "$(dirname "${BASH_SOURCE[0]}")/mpi_env.sh"
+# shellcheck source=../common/mpi_env.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../common/mpi_env.sh"
 
 NAME=mpi_check NP=4 TIMEOUT=${THEMIS_MPI_TIMEOUT:-240}
 COLLS=allreduce,reduce_scatter,reduce_scatter_block,allgather

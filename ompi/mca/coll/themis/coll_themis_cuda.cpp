@@ -76,7 +76,7 @@ void copy(void *dst, const void *src, size_t bytes) {
 
 bool direct(const Context &ctx) {
     if (params().cuda != THEMIS_CUDA_AUTO) return false;
-    // Test hook (test/mpi/cuda_run.sh fake): an emulated driver whose device memory the
+    // Test hook (test/cuda/cuda_run.sh fake): an emulated driver whose device memory the
     // host can read stands for a transport that moves device memory. Never set it with
     // a real GPU: the PML would then read device memory and crash.
     // Honoured only with the emulated driver, so that a real GPU can never run it.

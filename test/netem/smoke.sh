@@ -1,5 +1,5 @@
 #!/bin/sh
-# bench/netem/smoke.sh -- CI smoke test of the emulated network (a few seconds).
+# test/netem/smoke.sh -- CI smoke test of the emulated network (bench/netem/; a few seconds).
 #
 # Builds a 2x4 network of 4 hosts x 2 ranks (one namespace per rank, tbf-shaped links,
 # 100/50 Mbit/s; Open MPI sees four nodes), runs netcheck (validated MPI_Allreduce,
@@ -18,7 +18,8 @@
 # THEMIS_BUILD_DIR (default <repo>/build).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-NETEM="$here/netem.py"
+NETEM_DIR=$(cd "$here/../../bench/netem" && pwd)
+NETEM="$NETEM_DIR/netem.py"
 PREFIX=${NETEM_SMOKE_PREFIX:-tmsmk}
 PY=${PYTHON:-python3}
 
@@ -77,7 +78,7 @@ n=$(grep -c "$dims.*(bw measured,measured; lat measured,measured); levels node,n
 n=$(grep -o "$dims.*" "$log" | sed 's/rank [0-9]*//' | sort -u | wc -l)
 [ "$n" = 1 ] || fail "dims=auto: the ranks disagree on the measured dimensions"
 rates=$(grep -o "${dims}bw=[^:]*" "$log" | head -n 1 | sed 's/.*bw=//')
-"$PY" "$here/within.py" "$rates" 100,50 0.15 ||
+"$PY" "$NETEM_DIR/within.py" "$rates" 100,50 0.15 ||
     fail "dims=auto: measured rates $rates are not within 15 % of the links' payload rate"
 grep -o 'rank 0: calibration took.*' "$log"
 
@@ -85,8 +86,8 @@ grep -o 'rank 0: calibration took.*' "$log"
 # GPU needed): the node dimension device-direct by CUDA IPC, the network dimension bounced
 # through pinned host memory, every result checked by the program.
 build=${THEMIS_BUILD_DIR:-$here/../../build}
-fake=$build/test/mpi/.libs/libcuda-fake.so
-cudacheck=$build/test/mpi/themis-cuda-check
+fake=$build/test/cuda/.libs/libcuda-fake.so
+cudacheck=$build/test/cuda/themis-cuda-check
 cuda="no CUDA build"
 if [ -f "$fake" ] && [ -x "$cudacheck" ]; then
     timeout 180 "$PY" "$NETEM" run --prefix "$PREFIX" --timeout 120 --themis -- \

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# cuda_run.sh -- the CUDA tests of coll/themis (CTest's "CUDA tests" block runs them).
+# cuda_run.sh -- the CUDA tests of coll/themis (test/cuda/tests.cmake.in runs them).
 #
 #   cuda_run.sh kernels   the fat binary holds SASS for sm_75/80/86/89/90, PTX for
 #                         compute_90 and every kernel (no GPU needed)
 #   cuda_run.sh variant   the component's sources still compile without CUDA
 #                         (make cuda-off-variant; no GPU needed)
 #   cuda_run.sh fake      the MPI test matrix on device buffers against an emulated CUDA
-#                         driver (test/mpi/cuda_fake_driver.c): checks the glue's logic
+#                         driver (test/cuda/cuda_fake_driver.c): checks the glue's logic
 #                         (detection, routing, staging, kernel selection) and
 #                         themis-bench and themis-stress --mem device, NOT a GPU
 #   cuda_run.sh gpu       the MPI test matrix on a real GPU: several ranks per GPU,
@@ -23,12 +23,12 @@
 # default 2), OMPI_DEFAULT_COMPONENT_DIR (Open MPI's own component dir).
 set -uo pipefail
 
-# shellcheck source=mpi_env.sh
-source "$(dirname "${BASH_SOURCE[0]}")/mpi_env.sh"
+# shellcheck source=../common/mpi_env.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../common/mpi_env.sh"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-PROG=$BUILDDIR/test/mpi/themis-cuda-check
+PROG=$BUILDDIR/test/cuda/themis-cuda-check
 BENCH=$BUILDDIR/bench/themis-bench
-STRESS=$BUILDDIR/test/mpi/themis-stress
+STRESS=$BUILDDIR/test/stress/themis-stress
 KDIR=$BUILDDIR/ompi/mca/coll/themis/cuda
 
 skip() { echo "cuda_run: SKIPPED: $*"; exit 77; }
@@ -60,7 +60,7 @@ run() {
     esac
   done
   shift
-  local log=$BUILDDIR/test/mpi/logs/cuda_$name.log
+  local log=$BUILDDIR/test/cuda/logs/cuda_$name.log
   mkdir -p "$(dirname "$log")"
   echo "== $name: np $np ${mca[*]} ${env[*]} -- $*"
   timeout "${THEMIS_MPI_TIMEOUT:-300}" "$MPIRUN" -np "$np" --oversubscribe \
@@ -85,7 +85,7 @@ run() {
 case ${1:-} in
 kernels)
   configured_with THEMIS_HAVE_CUDA || skip "this build has no CUDA (configure found no nvcc)"
-  python3 "$here/cuda_kernels_check.py" "$KDIR/reduce_kernels.fatbin" "$KDIR/reduce_kernels_fatbin.c"
+  python3 "$SRCDIR/test/cuda/cuda_kernels_check.py" "$KDIR/reduce_kernels.fatbin" "$KDIR/reduce_kernels_fatbin.c"
   ;;
 variant)
   configured_with THEMIS_HAVE_CUDA || skip "this build is itself the variant without CUDA"
@@ -93,7 +93,7 @@ variant)
   ;;
 fake)
   configured_with THEMIS_HAVE_CUDA || skip "this build has no CUDA (configure found no nvcc)"
-  fake=$BUILDDIR/test/mpi/.libs/libcuda-fake.so
+  fake=$BUILDDIR/test/cuda/.libs/libcuda-fake.so
   [ -f "$fake" ] && [ -x "$PROG" ] || die "build the tests first (make check)"
   # The emulated driver is loaded by its path (coll_themis_cuda_driver; the test programs
   # read the same variable), never as "libcuda.so.1": where a real driver is installed,
@@ -159,7 +159,7 @@ fake)
       --colls allreduce --verbose 5 --expect "rank 0: allreduce 16777216 B: [0-9]+ chunks" \
       -- -m 16M:16M -i 1 -x 1 -c --mem device --collective allreduce --impl themis --peers 2,2
   done
-  planned() { grep -Eo "rank 0: allreduce 16777216 B: [0-9]+ chunks" "$BUILDDIR/test/mpi/logs/cuda_fake_ipc_chunks_$1.log" | head -1; }
+  planned() { grep -Eo "rank 0: allreduce 16777216 B: [0-9]+ chunks" "$BUILDDIR/test/cuda/logs/cuda_fake_ipc_chunks_$1.log" | head -1; }
   [ "$(planned default)" = "$(planned 0)" ] || die "default device-direct plan: $(planned default), auto: $(planned 0)"
   [ "$(planned 128)" = "rank 0: allreduce 16777216 B: 64 chunks" ] || die "chunks=128 gave $(planned 128)"
   run fake_bench_2x2 4 "${L[@]}" "${NOIPC[@]}" --mca coll_themis_dims 2x2 --bench bench_themis \
