@@ -87,6 +87,9 @@ set -uo pipefail
 
 SELF=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)/$(basename "${BASH_SOURCE[0]}")
 ROOT=$(cd "$(dirname "$SELF")/.." && pwd -P)
+# The component's event lines (log_values, log_count).
+# shellcheck source=../test/common/log_events.sh
+source "$ROOT/test/common/log_events.sh"
 WORK=/tmp/device_run          # build and source copy on the GPU machine (not the carried tree)
 PREP=$ROOT/build-gpu          # what --prepare writes and the device call carries
 RESERVE=15                    # seconds kept for the summary and the archive
@@ -156,14 +159,13 @@ mpi() {
   return "$rc"
 }
 
-# stats LOG: themis's per-communicator call counts, one line "comm rank slot calls themis".
-stats() {
-  sed -nE 's/.*coll:themis:stats comm ([^ ]+) rank ([0-9]+): ([a-z_]+) calls ([0-9]+) themis ([0-9]+).*/\1 \2 \3 \4 \5/p' "$1"
-}
+# stats LOG: themis's per-communicator call counts (its events stats), one line
+# "comm|rank|slot|calls|themis".
+stats() { log_values "$1" stats comm,rank,coll,calls,themis; }
 
 # ran LOG REGEX [COMM]: "themis/calls" summed over the ranks and the slots matching REGEX.
 ran() {
-  stats "$1" | awk -v re="^($2)\$" -v c="${3:-}" \
+  stats "$1" | awk -F'|' -v re="^($2)\$" -v c="${3:-}" \
     '$3 ~ re && (c == "" || $1 == c) { n += $4; t += $5 } END { printf "%d/%d", t, n }'
 }
 
