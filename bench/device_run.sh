@@ -49,7 +49,7 @@
 #                               (same given rates), and its time with calibrated rates
 #   dev_host_copies     45/45   64 MiB device All-Reduce handed down on host copies (dims=auto,
 #                               cuda_ipc off), against host buffers + one copy pair
-#   dev_matrix         150/60   test/mpi/cuda_run.sh gpu (the device matrix, cuda_gpu)
+#   dev_matrix         150/60   test/cuda/cuda_run.sh gpu (the device matrix, cuda_gpu)
 #   osu_blocking        45/45   OSU -d cuda -c: osu_allreduce, osu_reduce_scatter, osu_allgather
 #   osu_nonblocking     45/45   osu_iallreduce, osu_ireduce_scatter, osu_iallgather
 #   osu_persistent      45/45   osu_allgather_persistent, osu_reduce_scatter_persistent
@@ -87,6 +87,9 @@ set -uo pipefail
 
 SELF=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)/$(basename "${BASH_SOURCE[0]}")
 ROOT=$(cd "$(dirname "$SELF")/.." && pwd -P)
+# The component's event lines (log_values, log_count).
+# shellcheck source=../test/common/log_events.sh
+source "$ROOT/test/common/log_events.sh"
 WORK=/tmp/device_run          # build and source copy on the GPU machine (not the carried tree)
 PREP=$ROOT/build-gpu          # what --prepare writes and the device call carries
 RESERVE=15                    # seconds kept for the summary and the archive
@@ -156,14 +159,13 @@ mpi() {
   return "$rc"
 }
 
-# stats LOG: themis's per-communicator call counts, one line "comm rank slot calls themis".
-stats() {
-  sed -nE 's/.*coll:themis:stats comm ([^ ]+) rank ([0-9]+): ([a-z_]+) calls ([0-9]+) themis ([0-9]+).*/\1 \2 \3 \4 \5/p' "$1"
-}
+# stats LOG: themis's per-communicator call counts (its events stats), one line
+# "comm|rank|slot|calls|themis".
+stats() { log_values "$1" stats comm,rank,coll,calls,themis; }
 
 # ran LOG REGEX [COMM]: "themis/calls" summed over the ranks and the slots matching REGEX.
 ran() {
-  stats "$1" | awk -v re="^($2)\$" -v c="${3:-}" \
+  stats "$1" | awk -F'|' -v re="^($2)\$" -v c="${3:-}" \
     '$3 ~ re && (c == "" || $1 == c) { n += $4; t += $5 } END { printf "%d/%d", t, n }'
 }
 
@@ -345,7 +347,7 @@ check_build() {
     if timeout "$left" make -C "$BUILD" install >> "$log" 2>&1; then fig="$fig, installed"
     else fig="$fig, make install FAILED"; fi
   fi
-  [ -x "$BUILD/test/mpi/themis-stress" ] || { result FAIL "$fig, but no test/mpi/themis-stress"; return; }
+  [ -x "$BUILD/test/stress/themis-stress" ] || { result FAIL "$fig, but no test/stress/themis-stress"; return; }
   result PASS "$fig"
 }
 
@@ -353,7 +355,7 @@ check_build() {
 check_gpu_probe() {
   local log=$LOGDIR/gpu_probe.log name rc
   if [ "${DEVICE_RUN_FAKE_GPU:-0}" = 1 ]; then   # --fake-gpu: the checks' plumbing, no GPU
-    [ -f "$BUILD/test/mpi/.libs/libcuda-fake.so" ] || { result FAIL "no emulated driver in the build"; return; }
+    [ -f "$BUILD/test/cuda/.libs/libcuda-fake.so" ] || { result FAIL "no emulated driver in the build"; return; }
     echo "EMULATED CUDA driver (no GPU)" > "$STATE/gpu"
     result PASS "EMULATED driver (--fake-gpu): figures mean nothing"; return
   fi
@@ -513,10 +515,10 @@ check_dev_host_copies() {
 
 check_dev_matrix() {
   local log=$LOGDIR/dev_matrix.log rc runs
-  THEMIS_BUILDDIR=$BUILD timeout $((CHECK_LIMIT - 5)) bash "$ROOT/test/mpi/cuda_run.sh" gpu > "$log" 2>&1
+  THEMIS_BUILDDIR=$BUILD timeout $((CHECK_LIMIT - 5)) bash "$ROOT/test/cuda/cuda_run.sh" gpu > "$log" 2>&1
   rc=$?
   runs=$(grep -c '^== ' "$log")
-  mkdir -p "$LOGDIR/dev_matrix" && cp "$BUILD"/test/mpi/logs/cuda_gpu_*.log "$LOGDIR/dev_matrix/" 2> /dev/null
+  mkdir -p "$LOGDIR/dev_matrix" && cp "$BUILD"/test/cuda/logs/cuda_gpu_*.log "$LOGDIR/dev_matrix/" 2> /dev/null
   case $rc in
     0) result PASS "$runs runs passed" ;;
     77) result SKIPPED "$(grep -m1 -o 'SKIPPED: .*' "$log")" ;;
@@ -822,7 +824,7 @@ main() {
 
   if [ -n "${INTERNAL:-}" ]; then   # one check, in its own process (so that timeout ends it)
     CHECK=$INTERNAL MODE=$DEVICE_RUN_MODE
-    CUDA_CHECK=$BUILD/test/mpi/themis-cuda-check STRESS=$BUILD/test/mpi/themis-stress BENCH=$BUILD/bench/themis-bench
+    CUDA_CHECK=$BUILD/test/cuda/themis-cuda-check STRESS=$BUILD/test/stress/themis-stress BENCH=$BUILD/bench/themis-bench
     "check_$CHECK"
     exit 0
   fi
@@ -927,7 +929,7 @@ main() {
     fi
     # The emulated driver is loaded by its path by the component and the test programs alike.
     if [ "$id" = gpu_probe ] && [ "${DEVICE_RUN_FAKE_GPU:-0}" = 1 ] && [ -f "$STATE/gpu" ]; then
-      export OMPI_MCA_coll_themis_cuda_driver=$BUILD/test/mpi/.libs/libcuda-fake.so
+      export OMPI_MCA_coll_themis_cuda_driver=$BUILD/test/cuda/.libs/libcuda-fake.so
     fi
   done
   stop_mps

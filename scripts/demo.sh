@@ -25,9 +25,12 @@ NETEM=bench/netem/netem.py
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 step() { printf '\n==> %s\n' "$*"; }
-# Keeps rank 0's coll/themis lines about MPI_COMM_WORLD's set-up, and everything else
+# Keeps rank 0's coll/themis lines (human ones, and its events "coll:themis:EVENT
+# key=value ...": docs/log-events.md) about MPI_COMM_WORLD's set-up, and everything else
 # the benchmark prints.
-quiet() { grep -vE "setpgid|coll:themis: (comm MPI_COMM_SELF|no CUDA)|coll:themis: .* rank [1-9][0-9]*:"; }
+quiet() {
+  grep -vE "setpgid|coll:themis: (comm MPI_COMM_SELF|no CUDA)|coll:themis: .* rank [1-9][0-9]*:|coll:themis:[a-z_]+ .*(comm=MPI_COMM_SELF|rank=[1-9][0-9]*)( |$)"
+}
 
 if [ ! -x "$BUILD/tools/themis-sim" ] || [ ! -x "$BUILD/bench/themis-bench" ]; then
   echo "demo.sh: build/ is not built; run: bash scripts/setup.sh" >&2

@@ -1,7 +1,7 @@
 /* cuda_driver: the CUDA driver calls the MPI test and benchmark programs need for device
  * buffers (themis-cuda-check, themis-bench --mem device), loaded at run time with dlopen
  * as the component does: one binary runs on a GPU machine, says why not on a machine
- * without CUDA, and runs in CI against test/mpi/cuda_fake_driver.c. */
+ * without CUDA, and runs in CI against test/cuda/cuda_fake_driver.c. */
 #ifndef THEMIS_CUDA_DRIVER_H
 #define THEMIS_CUDA_DRIVER_H
 

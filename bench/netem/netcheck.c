@@ -1,4 +1,4 @@
-/* netcheck.c -- small validated collectives across the emulated network (bench/netem/smoke.sh).
+/* netcheck.c -- small validated collectives across the emulated network (test/netem/smoke.sh).
  *
  *   netcheck [COUNT] [-v]
  *

@@ -9,8 +9,10 @@
 # Environment: MPIRUN, THEMIS_BUILDDIR, OMPI_DEFAULT_COMPONENT_DIR.
 set -uo pipefail
 
-# shellcheck source=mpi_env.sh
-source "$(dirname "${BASH_SOURCE[0]}")/mpi_env.sh"
+# shellcheck source=../common/mpi_env.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../common/mpi_env.sh"
+# shellcheck source=../common/log_events.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../common/log_events.sh"
 OUT=$BUILDDIR/test/mpi/logs/bench_nonblocking
 rm -rf "$OUT" && mkdir -p "$OUT"
 fail() { echo "check_bench_nonblocking: FAIL: $*"; exit 1; }
@@ -25,11 +27,12 @@ timeout 240 "$MPIRUN" -np 4 --oversubscribe \
   --csv "$OUT/buckets.csv" >"$log" 2>&1 || fail "the run failed (log $log)"
 grep -q '^# validation: passed' "$log" || fail "results not validated (log $log)"
 for coll in iallreduce ireduce_scatter ireduce_scatter_block iallgather; do
-  # Every rank: "coll:themis:stats comm bench_themis rank R: COLL calls N themis M", M > 0.
-  ran=$(grep -Ec "stats comm bench_themis rank [0-3]: $coll calls [0-9]+ themis [1-9]" "$log")
+  # Every rank's event stats for COLL on bench_themis: themis ran some of its calls.
+  ran=$(log_count "$log" stats comm=bench_themis "coll=$coll" 'rank=[0-3]' 'themis=[1-9][0-9]*')
   [ "$ran" = 4 ] || fail "themis ran $coll on $ran of 4 ranks (log $log)"
 done
-grep -q 'stats comm bench_tuned' "$log" && fail "themis ran calls on the tuned communicator (log $log)"
+[ "$(log_count "$log" stats comm=bench_tuned)" = 0 ] ||
+  fail "themis ran calls on the tuned communicator (log $log)"
 # 4 collectives x 2 implementations, all in buckets mode with an overlap figure.
 rows=$(awk -F, 'NR > 1 && $21 == "buckets" && $22 == 4 && $25 >= 0' "$OUT/buckets.csv" | wc -l)
 [ "$rows" = 8 ] || fail "expected 8 buckets rows with overlap in $OUT/buckets.csv, got $rows"

@@ -14,14 +14,17 @@
 # Environment: MPIRUN, THEMIS_BUILDDIR, OMPI_DEFAULT_COMPONENT_DIR.
 set -uo pipefail
 
-# shellcheck source=mpi_env.sh
-source "$(dirname "${BASH_SOURCE[0]}")/mpi_env.sh"
+# shellcheck source=../common/mpi_env.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../common/mpi_env.sh"
+# shellcheck source=../common/log_events.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../common/log_events.sh"
 OUT=$BUILDDIR/test/mpi/logs/calibration
 rm -rf "$OUT" && mkdir -p "$OUT"
 fail() { echo "check_calibration: FAIL: $*"; exit 1; }
 
 # run NAME MCA-ARGS...: themis-info on 4 ranks (started through WRAP, a command prefix,
-# when set); its results must be exact. The node transport is fixed (cma): with auto each
+# when set); its results must be exact. What the component did: its events selected and
+# calibration (coll_themis_verbose 1; test/common/log_events.sh). The node transport is fixed (cma): with auto each
 # job measures its own choice, and a choice that differs keys other file entries.
 WRAP=()
 run() {
@@ -34,16 +37,16 @@ run() {
     fail "$name: the run failed (log $OUT/$name.log)"
   grep -q 'results exact on every rank' "$OUT/$name.log" || fail "$name: results not exact"
 }
-# sources NAME BW LAT: every rank's dimensions line names these sources, and all four
-# ranks print the same dimensions (they plan with identical numbers).
+# sources NAME BW LAT: every rank's event selected names these sources, and all four
+# ranks select the same dimensions (they plan with identical numbers).
 sources() {
   local n
-  n=$(grep -c "selected; dimensions .*(bw $2; lat $3)" "$OUT/$1.log")
-  [ "$n" = 4 ] || fail "$1: $n of 4 ranks say (bw $2; lat $3) (log $OUT/$1.log)"
-  n=$(grep -o 'selected; dimensions .*' "$OUT/$1.log" | sort -u | wc -l)
+  n=$(log_count "$OUT/$1.log" selected "bw_source=$2" "lat_source=$3")
+  [ "$n" = 4 ] || fail "$1: $n of 4 ranks say bw_source=$2 lat_source=$3 (log $OUT/$1.log)"
+  n=$(log_values "$OUT/$1.log" selected dims | sort -u | wc -l)
   [ "$n" = 1 ] || fail "$1: the ranks disagree on the dimensions (log $OUT/$1.log)"
 }
-measured_cost() { grep -c 'calibration took [0-9.]* s' "$OUT/$1.log"; }
+measured_cost() { log_count "$OUT/$1.log" calibration 'seconds=[0-9.]+'; }
 
 file=$OUT/calibration.txt
 run measured --mca coll_themis_dims 2x2 --mca coll_themis_calibration_file "$file"
@@ -55,12 +58,14 @@ grep -Eq '^2x2-[0-9a-f]+-(cma[0-9,]+\+)?pml 2x2:bw=' "$file" || fail "measured: 
 run cached --mca coll_themis_dims 2x2 --mca coll_themis_calibration_file "$file"
 sources cached cached,cached cached,cached
 [ "$(measured_cost cached)" = 0 ] || fail "cached: measured although the file had the layout"
-want=$(grep -o 'selected; dimensions [^ ]*' "$OUT/measured.log" | head -n 1)
-grep -qF "$want" "$OUT/cached.log" || fail "cached: other rates than the file's ($want)"
+want=$(log_values "$OUT/measured.log" selected dims | head -n 1)
+[ "$(log_values "$OUT/cached.log" selected dims | sort -u)" = "$want" ] ||
+  fail "cached: other rates than the file's ($want)"
 
 run given --mca coll_themis_dims 2x2:bw=10Gbps,20Gbps
 sources given given,given measured,measured
-grep -q 'dimensions 2x2:bw=10Gbps,20Gbps:lat=' "$OUT/given.log" || fail "given: bw= not kept"
+[ "$(log_count "$OUT/given.log" selected 'dims=2x2:bw=10Gbps,20Gbps:lat=.*')" = 4 ] ||
+  fail "given: bw= not kept"
 
 run off --mca coll_themis_dims 2x2 --mca coll_themis_calibration_seconds 0
 sources off default,default default,default

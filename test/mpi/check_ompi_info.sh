@@ -9,8 +9,8 @@
 # Environment: THEMIS_BUILDDIR, OMPI_DEFAULT_COMPONENT_DIR, OMPI_INFO (default ompi_info).
 set -uo pipefail
 
-# shellcheck source=mpi_env.sh
-source "$(dirname "${BASH_SOURCE[0]}")/mpi_env.sh"
+# shellcheck source=../common/mpi_env.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../common/mpi_env.sh"
 OMPI_INFO=${OMPI_INFO:-ompi_info}
 COMPONENT=$BUILDDIR/ompi/mca/coll/themis/.libs/mca_coll_themis.so
 [ -f "$COMPONENT" ] || { echo "check_ompi_info: $COMPONENT not built" >&2; exit 2; }
@@ -19,7 +19,7 @@ rm -rf "$COMPDIR"
 mkdir -p "$COMPDIR"
 cp "$COMPONENT" "$COMPDIR/mca_coll_themis.so" || exit 2
 
-README=$here/../../README.md
+README=$SRCDIR/README.md
 # README.md's section whose parameters only a build with CUDA registers.
 CUDA_SECTION="CUDA device buffers"
 declare -A ENUMS=([policy]="baseline themis" [intra_policy]="fifo scf"

@@ -10,8 +10,8 @@
 # Environment: MPIRUN, THEMIS_BUILDDIR, OMPI_DEFAULT_COMPONENT_DIR.
 set -uo pipefail
 
-# shellcheck source=mpi_env.sh
-source "$(dirname "${BASH_SOURCE[0]}")/mpi_env.sh"
+# shellcheck source=../common/mpi_env.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../common/mpi_env.sh"
 OUT=$BUILDDIR/test/mpi/logs/trace
 rm -rf "$OUT" && mkdir -p "$OUT"
 fail() { echo "check_trace: FAIL: $*"; exit 1; }

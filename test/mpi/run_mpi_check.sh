@@ -3,11 +3,12 @@
 # from the build tree, and decide from two sources:
 #   (a) the program's own verdict ("themis_mpi_check: N passed, 0 failed", exit 0; any
 #       program named by THEMIS_MPI_CHECK that ends the same way, e.g. themis-stress), and
-#   (b) themis's call statistics (coll_themis_verbose >= 2 prints, per rank and
-#       communicator, "coll:themis:stats comm NAME rank R: COLL calls N themis M" when the
-#       communicator is freed): where themis should run it must have run (M > 0), where
-#       it should decline it must not have (M = 0), where it is not even loaded there are
-#       no such lines.
+#   (b) themis's call statistics (coll_themis_verbose >= 2 writes, per rank, communicator
+#       and collective, the event "coll:themis:stats comm=NAME ... rank=R coll=COLL
+#       calls=N themis=M" when the communicator is freed; the events:
+#       ompi/mca/coll/themis/coll_themis_log.h): where themis should run it must have run
+#       (M > 0), where it should decline it must not have (M = 0), where it is not even
+#       loaded there are no such lines.
 #
 # usage: run_mpi_check.sh [options] [-- program options]
 #   --name NAME            log directory name (default mpi_check)
@@ -34,7 +35,12 @@
 #   --expect-absent LIST   no stats lines at all for these names
 #   --expect-no-stats      themis is not loaded: no coll:themis output at all
 #   --expect-policy NAME=P the verbose-5 plan lines of NAME all say "policy P/" (repeatable)
-#   --expect-output REGEX  the output matches this extended regex (repeatable)
+#   --expect-event SPEC    the output has an event "EVENT KEY=ERE ..." (every named key there,
+#                          its whole value matching the extended regex ERE; a blank in an
+#                          ERE is written [[:space:]]; test/common/log_events.sh)
+#                          (repeatable)
+#   --expect-output REGEX  the output matches this extended regex (repeatable; for lines
+#                          that are no events: help messages, Open MPI's own)
 #   --expect-failure REGEX the run must fail (MPI_Init, a rank that died) within the
 #                          timeout and its output match REGEX; the program's verdict and
 #                          the stats are not checked
@@ -46,8 +52,10 @@
 #   ranks.log (those, concatenated), component/ (the copy of the DSO the run used).
 set -uo pipefail
 
-# shellcheck source=mpi_env.sh
-source "$(dirname "${BASH_SOURCE[0]}")/mpi_env.sh"
+# shellcheck source=../common/mpi_env.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../common/mpi_env.sh"
+# shellcheck source=../common/log_events.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../common/log_events.sh"
 
 NAME=mpi_check NP=4 TIMEOUT=${THEMIS_MPI_TIMEOUT:-240}
 COLLS=allreduce,reduce_scatter,reduce_scatter_block,allgather
@@ -56,7 +64,7 @@ COLLS=allreduce,reduce_scatter,reduce_scatter_block,allgather
 declare -A MCA=([coll_themis_dims]=auto [coll_themis_chunks]=8 [coll_themis_min_bytes]=1024
                 [coll_themis_min_chunk_bytes]=64 [coll_themis_verbose]=2
                 [coll_themis_node_transport]=cma)
-EXPECT_THEMIS=() EXPECT_DECLINED=() EXPECT_ABSENT=() EXPECT_POLICY=() EXPECT_OUTPUT=()
+EXPECT_THEMIS=() EXPECT_DECLINED=() EXPECT_ABSENT=() EXPECT_POLICY=() EXPECT_OUTPUT=() EXPECT_EVENT=()
 EXPECT_NO_STATS=0 EXPECT_FAILURE='' PROG_ARGS=() COLLS_GIVEN=0 REQUIRE=
 
 die() { echo "run_mpi_check: $*" >&2; exit 2; }
@@ -82,6 +90,7 @@ while [ $# -gt 0 ]; do
     --expect-absent) mapfile -t -O ${#EXPECT_ABSENT[@]} EXPECT_ABSENT < <(split "$2"); shift 2 ;;
     --expect-no-stats) EXPECT_NO_STATS=1; shift ;;
     --expect-policy) EXPECT_POLICY+=("$2"); shift 2 ;;
+    --expect-event) EXPECT_EVENT+=("$2"); shift 2 ;;
     --expect-output) EXPECT_OUTPUT+=("$2"); shift 2 ;;
     --expect-failure) EXPECT_FAILURE=$2; shift 2 ;;
     --timeout) TIMEOUT=$2; shift 2 ;;
@@ -164,8 +173,7 @@ else
   esac
 
   # name|rank|collective|calls|themis
-  mapfile -t STATS < <(grep -ho 'themis:stats comm .* rank [0-9]*: [a-z_]* calls [0-9]* themis [0-9]*' "$RANKS" |
-    sed -E 's/^themis:stats comm (.*) rank ([0-9]+): ([a-z_]+) calls ([0-9]+) themis ([0-9]+)$/\1|\2|\3|\4|\5/')
+  mapfile -t STATS < <(log_values "$RANKS" stats comm,rank,coll,calls,themis)
   mapfile -t REQUIRED < <(split "${REQUIRE:-$COLLS}")
 
   # stats_for PATTERN [COLL]: the matching records
@@ -220,6 +228,9 @@ else
     else fail "$cname: $bad of ${#plans[@]} plan lines do not say policy $want"; fi
   done
 fi
+for ev in "${EXPECT_EVENT[@]}"; do
+  [ "$(log_spec_count "$ALL" "$ev")" -gt 0 ] || fail "no event $ev"
+done
 for re in "${EXPECT_OUTPUT[@]}"; do
   grep -Eq -- "$re" "$ALL" || fail "output does not match /$re/"
 done

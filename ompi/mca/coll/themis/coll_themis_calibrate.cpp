@@ -184,13 +184,13 @@ CalibratedTopology calibrated_topology(mca_coll_themis_module_t *m, ompi_communi
     return out;
 }
 
-std::string describe_rates(const CalibratedTopology &t) {
+void describe_rates(const CalibratedTopology &t, LogEvent &event) {
     std::string bw, lat;
     for (int d = 0; d < t.topology.num_dims(); ++d) {
         bw += std::string(d ? "," : "") + rate_source_name(t.bandwidth_source[d]);
         lat += std::string(d ? "," : "") + rate_source_name(t.latency_source[d]);
     }
-    return t.topology.to_spec() + " (bw " + bw + "; lat " + lat + ")";
+    event.add("dims", t.topology.to_spec()).add("bw_source", bw).add("lat_source", lat);
 }
 
 } // namespace themis

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "coll_themis.h"
+#include "coll_themis_log.h"
 #include "calibration.h"
 #include "rank_layout.h"
 #include "transport.h"
@@ -71,8 +72,8 @@ template <typename T> class ProcessMemo {
 // (the previous module's All-Reduce).
 void agree_max(mca_coll_themis_module_t *m, ompi_communicator_t *comm, std::vector<double> &values);
 
-// "2x4:bw=...:lat=...:alg=... (bw measured,measured; lat measured,measured)": the
-// dimensions with every number and where it came from, for the verbose log.
-std::string describe_rates(const CalibratedTopology &t);
+// The dimensions with every number and where it came from, as the keys of the verbose
+// log's event "selected": dims (the spec), bw_source and lat_source (one per dimension).
+void describe_rates(const CalibratedTopology &t, LogEvent &event);
 
 } // namespace themis

@@ -14,11 +14,6 @@
 
 namespace themis {
 
-void say(int level, ompi_communicator_t *comm, const std::string &text) {
-    opal_output_verbose(level, params().output, "coll:themis: comm %s (cid %u) rank %d: %s",
-                        comm->c_name, comm->c_contextid, ompi_comm_rank(comm), text.c_str());
-}
-
 Context::Context(ompi_communicator_t *comm, RankLayout layout)
     : comm_(comm), layout_(std::move(layout)), position_(layout_.position_of[ompi_comm_rank(comm)]),
       cache_(static_cast<size_t>(params().plan_cache_size)) {}

@@ -92,9 +92,11 @@ class Context {
     // Picks and connects the base transport (collective; coll_themis_transports.h).
     void connect(mca_coll_themis_module_t *m);
     // Sets the rates the spec does not give (collective; see coll_themis_calibrate.h) and
-    // builds the engine on them; returns the dimensions with every number and its source.
-    // `host_of`: every communicator rank's hostname.
-    std::string calibrate(mca_coll_themis_module_t *m, const std::vector<std::string> &host_of);
+    // builds the engine on them; adds to `selected` (the log's event) the dimensions with
+    // every number and its source, and the levels. `host_of`: every communicator rank's
+    // hostname.
+    void calibrate(mca_coll_themis_module_t *m, const std::vector<std::string> &host_of,
+                   LogEvent &selected);
     Policy policy() const;
     // A themis info key's value on the communicator ("" when unset).
     std::string info(const char *key) const;

@@ -76,7 +76,7 @@ void copy(void *dst, const void *src, size_t bytes) {
 
 bool direct(const Context &ctx) {
     if (params().cuda != THEMIS_CUDA_AUTO) return false;
-    // Test hook (test/mpi/cuda_run.sh fake): an emulated driver whose device memory the
+    // Test hook (test/cuda/cuda_run.sh fake): an emulated driver whose device memory the
     // host can read stands for a transport that moves device memory. Never set it with
     // a real GPU: the PML would then read device memory and crash.
     // Honoured only with the emulated driver, so that a real GPU can never run it.
@@ -155,15 +155,17 @@ void StagedRun::finish() {
     // The budget in force may exceed the parameter (see minimum_staging_budget): keep
     // that much pinned memory for the next call rather than allocating it again.
     staging_memory().cache().raise_limit(stager_->stats().budget);
-    if (params().verbose >= 5) {
+    if (log_enabled(5)) {
         const auto &s = stager_->stats();
-        opal_output_verbose(5, params().output,
-                            "coll:themis: staged through host memory: budget %llu B, peak %llu B, "
-                            "%llu loads (%llu B), %llu evictions (%llu B), %llu B stored",
-                            (unsigned long long)s.budget, (unsigned long long)s.peak_bytes,
-                            (unsigned long long)s.loads, (unsigned long long)s.load_bytes,
-                            (unsigned long long)s.evictions, (unsigned long long)s.eviction_bytes,
-                            (unsigned long long)s.store_bytes);
+        LogEvent("staging")
+            .add("budget", (unsigned long long)s.budget)
+            .add("peak_bytes", (unsigned long long)s.peak_bytes)
+            .add("loads", (unsigned long long)s.loads)
+            .add("load_bytes", (unsigned long long)s.load_bytes)
+            .add("evictions", (unsigned long long)s.evictions)
+            .add("eviction_bytes", (unsigned long long)s.eviction_bytes)
+            .add("stored_bytes", (unsigned long long)s.store_bytes)
+            .emit(5, nullptr);
     }
 }
 

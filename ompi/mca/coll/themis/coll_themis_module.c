@@ -3,10 +3,12 @@
  * communication happens lazily on the first eligible call. */
 #include "ompi_config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "coll_themis.h"
+#include "coll_themis_log.h"
 
 #include "ompi/mca/coll/base/base.h"
 #include "opal/util/info_subscriber.h"
@@ -39,11 +41,11 @@ static void print_call_counts(const mca_coll_themis_module_t *m)
 #undef NAME
     for (int i = 0; i < THEMIS_COLL_COUNT; ++i) {
         if (0 == m->calls[i]) continue;
-        opal_output_verbose(2, mca_coll_themis_component.output,
-                            "coll:themis:stats comm %s rank %d: %s calls %lu themis %lu",
-                            m->comm ? m->comm->c_name : "?",
-                            m->comm ? ompi_comm_rank(m->comm) : -1, names[i], m->calls[i],
-                            m->accelerated[i]);
+        char calls[24], themis[24];
+        snprintf(calls, sizeof calls, "%lu", m->calls[i]);
+        snprintf(themis, sizeof themis, "%lu", m->accelerated[i]);
+        mca_coll_themis_log_event(2, "stats", m->comm, "coll", names[i], "calls", calls,
+                                  "themis", themis, NULL);
     }
 }
 
@@ -151,11 +153,11 @@ mca_coll_base_module_t *mca_coll_themis_comm_query(struct ompi_communicator_t *c
 {
     mca_coll_themis_component_t *c = &mca_coll_themis_component;
     if (OMPI_COMM_IS_INTER(comm) || ompi_comm_size(comm) < 2 || c->priority < 0) {
-        opal_output_verbose(1, c->output, "coll:themis: comm %s (cid %u): declined (%s)",
-                            comm->c_name, comm->c_contextid,
-                            OMPI_COMM_IS_INTER(comm) ? "intercommunicator"
-                            : c->priority < 0        ? "negative priority"
-                                                     : "fewer than 2 ranks");
+        mca_coll_themis_log_event(1, "declined", comm, "reason",
+                                  OMPI_COMM_IS_INTER(comm) ? "intercommunicator"
+                                  : c->priority < 0        ? "negative_priority"
+                                                           : "single_rank",
+                                  NULL);
         return NULL;
     }
     mca_coll_themis_module_t *m = OBJ_NEW(mca_coll_themis_module_t);

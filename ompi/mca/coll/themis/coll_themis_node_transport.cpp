@@ -24,6 +24,14 @@ std::string dimension_list(const std::vector<bool> &dims) {
     return out;
 }
 
+// The event node_transport: which dimensions run by single copy ("none": none), and why.
+LogEvent node_event(const std::vector<bool> &cma, const char *source) {
+    const std::string dims = dimension_list(cma);
+    LogEvent event("node_transport");
+    event.add("cma", dims.empty() ? "none" : dims).add("source", source);
+    return event;
+}
+
 // Collective: every rank reads a small buffer of each of its node peers through CMA and
 // checks what it read; true on every rank when all could (else `why`).
 bool peers_readable(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
@@ -71,10 +79,11 @@ bool peers_readable(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
 ProcessMemo<std::vector<bool>> measured_choices;
 
 // Collective: per node dimension, single copy or not, measured (transport_choice.h);
-// `note` gets the times.
+// `said` gets the event with the times.
 std::vector<bool> measured_choice(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
                                   const NodeTransportSetup &setup,
-                                  const std::vector<bool> &node_dims, std::string &note) {
+                                  const std::vector<bool> &node_dims,
+                                  std::optional<LogEvent> &said) {
     CmaTransport cma(setup.base, node_dims);
     TransportChoiceSettings settings;
     settings.request = setup.allreduce;
@@ -87,16 +96,16 @@ std::vector<bool> measured_choice(mca_coll_themis_module_t *m, ompi_communicator
     const double mib =
         double(setup.allreduce.block_counts[0] * setup.allreduce.element_size) / (1 << 20);
     std::vector<bool> chosen(node_dims.size(), false);
-    note = "node transport measured:";
+    for (size_t d = 0; d < node_dims.size(); ++d)
+        if (node_dims[d]) chosen[d] = measured[d].single_copy;
+    said = node_event(chosen, "measured");
+    said->add("allreduce_mib", mib, "%.3g");
     for (size_t d = 0; d < node_dims.size(); ++d) {
         if (!node_dims[d]) continue;
-        chosen[d] = measured[d].single_copy;
-        char line[160];
-        snprintf(line, sizeof line,
-                 " dim %zu %s (%.3g MiB All-Reduce: cma %.3f ms, transport %.3f ms)", d,
-                 chosen[d] ? "cma" : "transport", mib, measured[d].seconds_single_copy * 1e3,
-                 measured[d].seconds_base * 1e3);
-        note += line;
+        const std::string dim = "dim" + std::to_string(d);
+        said->add(dim.c_str(), chosen[d] ? "cma" : "transport")
+            .add((dim + "_cma_ms").c_str(), measured[d].seconds_single_copy * 1e3, "%.3f")
+            .add((dim + "_transport_ms").c_str(), measured[d].seconds_base * 1e3, "%.3f");
     }
     return chosen;
 }
@@ -104,12 +113,14 @@ std::vector<bool> measured_choice(mca_coll_themis_module_t *m, ompi_communicator
 } // namespace
 
 std::unique_ptr<Transport> node_transport(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
-                                          const NodeTransportSetup &setup, std::string &note) {
+                                          const NodeTransportSetup &setup,
+                                          std::optional<LogEvent> &said) {
     // Every rank decides alike, or the ranks would run different set-up collectives.
     std::vector<double> choice = {double(setup.choice), -double(setup.choice)};
     agree_max(m, comm, choice);
     if (choice[0] != -choice[1]) {
-        note = "coll_themis_node_transport differs between ranks: node dimensions on the transport";
+        said = LogEvent("mismatch");
+        said->add("param", "coll_themis_node_transport").add("fallback", "transport");
         return nullptr;
     }
     if (setup.choice == THEMIS_NODE_TRANSPORT) return nullptr;
@@ -119,7 +130,8 @@ std::unique_ptr<Transport> node_transport(mca_coll_themis_module_t *m, ompi_comm
     std::string why;
     if (!peers_readable(m, comm, layout, setup.position, node_dims, !setup.base_moves_device,
                         why)) {
-        note = "node dimension(s) " + dimension_list(node_dims) + " on the transport: " + why;
+        said = node_event({}, "unusable");
+        said->add("node_dims", dimension_list(node_dims)).add("why", why);
         static bool shown = false; // asked for explicitly: say it once per job
         if (!shown && setup.choice == THEMIS_NODE_CMA && mca_coll_themis_first_process())
             mca_coll_themis_show_help("cma-unavailable", why.c_str());
@@ -127,7 +139,7 @@ std::unique_ptr<Transport> node_transport(mca_coll_themis_module_t *m, ompi_comm
         return nullptr;
     }
     if (setup.choice == THEMIS_NODE_CMA) {
-        note = "node dimension(s) " + dimension_list(node_dims) + " by cma (asked for)";
+        said = node_event(node_dims, "asked");
         return std::make_unique<CmaTransport>(setup.base, node_dims);
     }
     const std::string key = process_key(comm, layout, "node:" + setup.base_name);
@@ -135,10 +147,9 @@ std::unique_ptr<Transport> node_transport(mca_coll_themis_module_t *m, ompi_comm
     std::vector<double> missing = {chosen.empty() ? 1.0 : 0.0};
     agree_max(m, comm, missing);
     if (missing[0] == 0) {
-        note = "node transport as measured before for these processes: dimension(s) " +
-               (dimension_list(chosen).empty() ? "none" : dimension_list(chosen)) + " by cma";
+        said = node_event(chosen, "remembered");
     } else {
-        chosen = measured_choice(m, comm, setup, node_dims, note);
+        chosen = measured_choice(m, comm, setup, node_dims, said);
         measured_choices.store(key, chosen);
     }
     if (dimension_list(chosen).empty()) return nullptr;

@@ -12,10 +12,12 @@
 #include "coll_themis_prelude.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "coll_themis.h"
+#include "coll_themis_log.h"
 #include "plan.h"
 #include "rank_layout.h"
 #include "transport.h"
@@ -36,11 +38,13 @@ struct NodeTransportSetup {
 };
 
 // Collective over `comm`: the transport the engine runs on, wrapping setup.base, or nullptr
-// when no dimension takes the single-copy path. `note` says what was chosen and measured,
-// or why not (for the verbose log). A choice measured in this process for the same
+// when no dimension takes the single-copy path. `said` gets the event for the verbose log
+// (coll_themis_log.h: node_transport, or mismatch), where there is something to say: what
+// was chosen and measured, or why not. A choice measured in this process for the same
 // processes at the same positions is reused when every rank has it (dups and re-creations
 // of a communicator measure nothing).
 std::unique_ptr<Transport> node_transport(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
-                                          const NodeTransportSetup &setup, std::string &note);
+                                          const NodeTransportSetup &setup,
+                                          std::optional<LogEvent> &said);
 
 } // namespace themis

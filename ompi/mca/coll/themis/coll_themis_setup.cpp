@@ -108,8 +108,7 @@ bool all_agree(mca_coll_themis_module_t *m, ompi_communicator_t *, bool ok) {
 void Context::connect(mca_coll_themis_module_t *m) {
     // The info key themis_transport overrides coll_themis_transport per communicator.
     const int choice = info_choice("themis_transport", params().transport);
-    const char *source =
-        info("themis_transport").empty() ? "coll_themis_transport" : "info key themis_transport";
+    const char *source = info("themis_transport").empty() ? "coll_themis_transport" : "info";
     transport_ = connect_transport({m, comm_, layout_, position_}, choice, source);
     // Tests make one rank fail here (test/mpi/odd_ranks_env.sh), as a UCX endpoint or an
     // allocation might: the ranks must still decline together.
@@ -117,8 +116,8 @@ void Context::connect(mca_coll_themis_module_t *m) {
         throw std::runtime_error("connect failed (THEMIS_TEST_FAIL_CONNECT is set)");
 }
 
-std::string Context::calibrate(mca_coll_themis_module_t *m,
-                               const std::vector<std::string> &host_of) {
+void Context::calibrate(mca_coll_themis_module_t *m, const std::vector<std::string> &host_of,
+                        LogEvent &selected) {
     std::vector<std::string> host_at_position;
     for (int rank : layout_.rank_at) host_at_position.push_back(host_of[rank]);
     // The rates are measured on what the engine runs on: in device-direct mode with device
@@ -143,21 +142,20 @@ std::string Context::calibrate(mca_coll_themis_module_t *m,
     const CalibratedTopology rates = calibrated_topology(
         m, comm_, layout_, position_, engine_transport, buffers, over, host_at_position);
     layout_.topology = rates.topology;
-    if (rates.seconds > 0) {
-        char cost[128];
-        snprintf(cost, sizeof cost,
-                 "calibration took %.3f s (%.3f s of it connecting to the peers), %.3g MB sent "
-                 "by this rank",
-                 rates.seconds, rates.connect_seconds, double(rates.bytes_sent) / 1e6);
-        say(1, comm_, cost);
-    }
+    if (rates.seconds > 0)
+        LogEvent("calibration")
+            .add("seconds", rates.seconds, "%.3f")
+            .add("connect_seconds", rates.connect_seconds, "%.3f")
+            .add("mb_sent", double(rates.bytes_sent) / 1e6, "%.3g")
+            .emit(1, comm_);
     if (!rates.note.empty()) say(1, comm_, rates.note);
     engine_ = std::make_unique<Engine>(layout_.topology, engine_transport, memory_,
                                        params().max_active, params().max_active_bytes);
     std::string levels;
     for (const std::string &name : layout_.level_names)
         levels += (levels.empty() ? "" : ",") + name;
-    return describe_rates(rates) + "; levels " + levels;
+    describe_rates(rates, selected);
+    selected.add("levels", levels);
 }
 
 void Context::open_trace() {
@@ -186,19 +184,22 @@ std::unique_ptr<Context> Context::create(mca_coll_themis_module_t *m, ompi_commu
     RankLayout layout;
     RankPlacement placement;
     std::string why, note;
+    std::string reason = "other_rank"; // why the communicator is declined, if it is
     bool ok = true;
     try {
         placement = placement_of(m, comm);
         layout = layout_of(placement, note);
     } catch (const SpecError &e) {
         ok = false;
-        why = std::string("malformed coll_themis_dims \"") + params().dims + "\": " + e.what();
+        reason = "bad_dims";
+        why = e.what();
         static bool shown = false; // every process has the same parameter: say it once
         if (!shown && mca_coll_themis_first_process())
             mca_coll_themis_show_help("bad-dims", params().dims, e.what());
         shown = true;
     } catch (const std::exception &e) {
         ok = false;
+        reason = "layout";
         why = e.what();
     }
     // Whether every rank could run device-direct node dimensions (a CUDA application whose
@@ -219,12 +220,16 @@ std::unique_ptr<Context> Context::create(mca_coll_themis_module_t *m, ompi_commu
         // (every rank a CUDA context) themis runs the node dimension itself, device-direct:
         // the previous module could only copy them to the host and back.
         all[0] = 0;
-        why = "dims=auto found one dimension (" + layout.topology.to_spec() +
-              "): nothing for Themis to balance (coll_themis_single_dim=1 runs it anyway)";
+        reason = "one_dimension";
+        why = "nothing for Themis to balance (coll_themis_single_dim=1 runs it anyway)";
     }
     if (all[0] != 1) {
-        say(1, comm,
-            "not used, previous module kept: " + (why.empty() ? "another rank declined" : why));
+        LogEvent declined("declined");
+        declined.add("reason", reason);
+        if (reason == "bad_dims") declined.add("dims", params().dims);
+        if (reason == "one_dimension") declined.add("topology", layout.topology.to_spec());
+        if (reason != "other_rank") declined.add("why", why);
+        declined.emit(1, comm);
         return nullptr;
     }
     if (!note.empty()) say(1, comm, note);
@@ -237,15 +242,19 @@ std::unique_ptr<Context> Context::create(mca_coll_themis_module_t *m, ompi_commu
         failure = e.what();
     }
     if (!all_agree(m, comm, failure.empty())) {
-        say(1, comm,
-            "not used, previous module kept: set-up failed " +
-                (failure.empty() ? std::string("on another rank") : "here: " + failure));
+        LogEvent declined("declined");
+        declined.add("reason", "setup_failed")
+            .add("where", failure.empty() ? "other_rank" : "here");
+        if (!failure.empty()) declined.add("why", failure);
+        declined.emit(1, comm);
         return nullptr;
     }
     ctx->setup_device_direct(m, placement.node_of, all_cuda);
     if (!ctx->device_direct()) ctx->setup_node_transport(m, placement.node_of);
     // Every rank has a transport now: the rates are measured over it.
-    say(1, comm, "selected; dimensions " + ctx->calibrate(m, placement.host_of));
+    LogEvent selected("selected");
+    ctx->calibrate(m, placement.host_of, selected);
+    selected.emit(1, comm);
     ctx->open_trace();
     return ctx;
 }
@@ -259,7 +268,7 @@ void Context::setup_device_direct(mca_coll_themis_module_t *m, const std::vector
     std::string why;
     // Every rank reaches this point (all_cuda and the layout are agreed): collective.
     if (!cuda::ipc_probe(m, comm_, layout_, position_, node_dims, cuda::ipc_candidate(), why)) {
-        say(1, comm_, "device-direct node dimension not used (device data staged): " + why);
+        LogEvent("device_direct").add("ipc", "none").add("why", why).emit(1, comm_);
         static bool shown = false;
         if (!shown && mca_coll_themis_first_process() && params().cuda_ipc != THEMIS_CUDA_IPC_OFF)
             mca_coll_themis_show_help("cuda-ipc-unavailable", why.c_str());
@@ -275,18 +284,19 @@ void Context::setup_device_direct(mca_coll_themis_module_t *m, const std::vector
     }
     if (!all_agree(m, comm_, failure.empty())) { // all ranks in the same mode, or none
         device_transport_.reset();
-        say(1, comm_,
-            "device-direct node dimension not used (device data staged): " +
-                (failure.empty() ? std::string("failed on another rank") : failure));
+        LogEvent("device_direct")
+            .add("ipc", "none")
+            .add("why", failure.empty() ? std::string("other_rank") : failure)
+            .emit(1, comm_);
         return;
     }
     std::string dims;
     for (size_t d = 0; d < node_dims.size(); ++d)
         if (node_dims[d]) dims += (dims.empty() ? "" : ",") + std::to_string(d);
-    say(1, comm_,
-        "device-direct: dimension(s) " + dims + " by CUDA IPC, others " +
-            (moves_device ? "by the transport (moves device memory)"
-                          : "through pinned host memory"));
+    LogEvent("device_direct")
+        .add("ipc", dims)
+        .add("others", moves_device ? "transport" : "pinned")
+        .emit(1, comm_);
 #else
     (void)m;
     (void)node_of;
@@ -295,7 +305,8 @@ void Context::setup_device_direct(mca_coll_themis_module_t *m, const std::vector
 }
 
 void Context::setup_node_transport(mca_coll_themis_module_t *m, const std::vector<int> &node_of) {
-    std::string note, failure;
+    std::string failure;
+    std::optional<LogEvent> said;
     try {
         const NodeTransportSetup setup{
             info_choice("themis_node_transport", params().node_transport),
@@ -306,16 +317,19 @@ void Context::setup_node_transport(mca_coll_themis_module_t *m, const std::vecto
             transport_name(),
             transport_moves_device(),
             request(Collective::AllReduce, sizeof(float), {(4u << 20) / sizeof(float)})};
-        node_transport_ = node_transport(m, comm_, setup, note);
+        node_transport_ = node_transport(m, comm_, setup, said);
     } catch (const std::exception &e) {
         failure = e.what();
     }
     if (!all_agree(m, comm_, failure.empty())) { // every rank in the same mode
         node_transport_.reset();
-        note = "node dimensions on the transport: single-copy set-up failed " +
-               (failure.empty() ? std::string("on another rank") : "here: " + failure);
+        said = LogEvent("node_transport");
+        said->add("cma", "none")
+            .add("source", "failed")
+            .add("where", failure.empty() ? "other_rank" : "here");
+        if (!failure.empty()) said->add("why", failure);
     }
-    if (!note.empty()) say(1, comm_, note);
+    if (said) said->emit(1, comm_);
 }
 
 Context *context_of(const mca_coll_themis_module_t *m) {

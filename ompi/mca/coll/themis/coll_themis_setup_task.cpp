@@ -194,7 +194,11 @@ void run_setup(SetupTask &task) {
         task.m->context->dup = private_duplicate(task.comm);
         task.result = Context::create(task.m, task.comm, task.device_buffers);
     } catch (const std::exception &e) {
-        say(1, task.comm, std::string("set-up failed, previous module kept: ") + e.what());
+        LogEvent("declined")
+            .add("reason", "setup_failed")
+            .add("where", "here")
+            .add("why", e.what())
+            .emit(1, task.comm);
     }
 }
 
@@ -212,9 +216,10 @@ void conclude(SetupTask &task) {
         held.swap(task.held);
     }
     if (!held.empty())
-        say(1, task.comm,
-            std::to_string(held.size()) + " call(s) issued during set-up start now on " +
-                (state.context ? "themis" : "the module below"));
+        LogEvent("held")
+            .add("calls", held.size())
+            .add("on", state.context ? "themis" : "below")
+            .emit(1, task.comm);
     for (const std::shared_ptr<Held> &h : held) {
         try {
             h->call = h->launch();
@@ -308,9 +313,7 @@ void begin_setup(mca_coll_themis_module_t *m, ompi_communicator_t *comm, bool de
     if (m->setup_state != THEMIS_SETUP_PENDING) return;
     m->setup_state = THEMIS_SETUP_RUNNING;
     m->context = new themis_context;
-    say(1, comm,
-        std::string("setting up (first eligible call") +
-            (device_buffers ? ", device buffers" : "") + ")");
+    LogEvent("setup").add("buffers", device_buffers ? "device" : "host").emit(1, comm);
     auto task = std::make_unique<SetupTask>();
     SetupTask *t = task.get();
     t->m = m;

@@ -19,12 +19,14 @@ namespace themis {
 
 namespace {
 
-// What a row's connect gives: the transport on every rank, or nullptr on every rank; and
-// a note for the message: a detail of the transport, or why this rank could not use it
-// (empty where another rank could not).
+// What a row's connect gives: the transport on every rank, or nullptr on every rank; why
+// this rank could not use it (empty where another rank could not); and a detail of the
+// transport for the event transport (coll_themis_log.h): a key and its value.
 struct Connected {
     std::unique_ptr<Transport> transport;
-    std::string note;
+    std::string why;
+    const char *detail_key;
+    std::string detail;
 };
 
 // connect(site, wanted) is collective: every rank runs it, also a rank whose choice names
@@ -45,16 +47,15 @@ Connected connect_ucx_everywhere(const TransportSite &site, bool wanted) {
         why = "communicator id beyond the UCX tag layout";
         worker = nullptr;
     }
-    if (!all_agree(site.m, site.comm, worker != nullptr)) return {nullptr, why};
-    return {connect_ucx(site.m, site.comm, *worker, site.layout, site.position),
-            worker->supports_cuda() ? "moves CUDA device memory"
-                                    : "no CUDA support in this UCX: device buffers would be "
-                                      "staged through host memory"};
+    if (!all_agree(site.m, site.comm, worker != nullptr)) return {nullptr, why, nullptr, ""};
+    // Without CUDA support in this UCX, device buffers are staged through host memory.
+    return {connect_ucx(site.m, site.comm, *worker, site.layout, site.position), "",
+            "device_memory", worker->supports_cuda() ? "moved" : "staged"};
 }
 #else
 // A build without UCX (configure --without-ucx): the same answer on every rank.
 Connected connect_ucx_everywhere(const TransportSite &, bool) {
-    return {nullptr, "this build has no UCX transport (configured without UCX)"};
+    return {nullptr, "this build has no UCX transport (configured without UCX)", nullptr, ""};
 }
 #endif
 
@@ -82,7 +83,10 @@ std::vector<size_t> pml_part_bytes(const TransportSite &site) {
                     &ompi_mpi_op_min.op);
     std::vector<size_t> parts(topo.num_dims(), 0);
     if (all[0] != -all[1]) {
-        say(1, site.comm, "coll_themis_pml_message_bytes differs between ranks: whole messages");
+        LogEvent("mismatch")
+            .add("param", "coll_themis_pml_message_bytes")
+            .add("fallback", "whole_messages")
+            .emit(1, site.comm);
         return parts;
     }
     for (int d = 0; d < topo.num_dims(); ++d) parts[d] = size_t(fixed != 0 ? fixed : all[2 + d]);
@@ -92,11 +96,13 @@ std::vector<size_t> pml_part_bytes(const TransportSite &site) {
 // Open MPI's PML on the private duplicate of the communicator: connects everywhere.
 Connected connect_pml(const TransportSite &site, bool) {
     const std::vector<size_t> parts = pml_part_bytes(site);
-    std::string split;
+    std::string split; // the largest part per dimension that has parts
     for (int d = 0; d < int(parts.size()); ++d)
-        if (parts[d] != 0) split += " " + std::to_string(d) + ":" + std::to_string(parts[d]);
+        if (parts[d] != 0)
+            split +=
+                (split.empty() ? "" : ",") + std::to_string(d) + ":" + std::to_string(parts[d]);
     return {std::make_unique<PmlTransport>(site.m->context->dup, site.layout, site.position, parts),
-            split.empty() ? "" : "messages in parts of at most, per dimension," + split};
+            "", "parts", split.empty() ? "whole" : split};
 }
 
 // In the order `auto` tries them; the last one always connects.
@@ -109,21 +115,25 @@ const BaseTransport kBaseTransports[] = {
 
 std::unique_ptr<Transport> connect_transport(const TransportSite &site, int choice,
                                              const char *source) {
-    std::string reasons; // why the rows this rank wanted did not connect
+    const char *asked = "auto";
+    for (const BaseTransport &row : kBaseTransports)
+        if (choice == row.choice) asked = row.name;
+    // Why the rows this rank wanted did not connect: keys NAME_unusable of the event.
+    std::vector<std::pair<std::string, std::string>> unusable;
     for (const BaseTransport &row : kBaseTransports) {
         const bool wanted = choice == THEMIS_TRANSPORT_AUTO || choice == row.choice;
         Connected c = row.connect(site, wanted);
         if (!c.transport) {
             if (wanted)
-                reasons += std::string(row.name) + " not usable: " +
-                           (c.note.empty() ? "not usable on another rank" : c.note) + "; ";
+                unusable.emplace_back(std::string(row.name) + "_unusable",
+                                      c.why.empty() ? "other_rank" : c.why);
             continue;
         }
-        if (choice == row.choice) reasons = std::string(source) + "=" + row.name + "; ";
-        std::string why = reasons + c.note;
-        if (c.note.empty() && !why.empty()) why.resize(why.size() - 2); // the last "; "
-        say(1, site.comm,
-            std::string("transport ") + row.name + (why.empty() ? "" : " (" + why + ")"));
+        LogEvent event("transport");
+        event.add("transport", row.name).add("asked", asked).add("asked_by", source);
+        for (const auto &u : unusable) event.add(u.first.c_str(), u.second);
+        if (c.detail_key) event.add(c.detail_key, c.detail);
+        event.emit(1, site.comm);
         return std::move(c.transport);
     }
     throw std::logic_error("no transport connected (the last row always does)");

@@ -33,7 +33,8 @@ struct TransportSite {
 };
 
 // Collective: the base transport for `choice` (a THEMIS_TRANSPORT_* value; `source`
-// names where it came from, for the message); says at verbose level 1 which and why.
+// names where it came from: coll_themis_transport or info); says at verbose level 1 which
+// and why (the event transport, coll_themis_log.h).
 std::unique_ptr<Transport> connect_transport(const TransportSite &site, int choice,
                                              const char *source);
 

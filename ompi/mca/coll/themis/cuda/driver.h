@@ -68,7 +68,7 @@ const Driver *driver();
 const Driver &drv();
 // Throws std::runtime_error naming `what` unless r is CUDA_SUCCESS.
 void check(CUresult r, const char *what);
-// The driver is test/mpi/cuda_fake_driver.c (it exports themis_fake_cuda_counters).
+// The driver is test/cuda/cuda_fake_driver.c (it exports themis_fake_cuda_counters).
 bool driver_is_emulated();
 
 inline CUdeviceptr dptr(const void *p) { return reinterpret_cast<CUdeviceptr>(p); }

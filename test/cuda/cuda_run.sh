@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# cuda_run.sh -- the CUDA tests of coll/themis (CTest's "CUDA tests" block runs them).
+# cuda_run.sh -- the CUDA tests of coll/themis (test/cuda/tests.cmake.in runs them).
 #
 #   cuda_run.sh kernels   the fat binary holds SASS for sm_75/80/86/89/90, PTX for
 #                         compute_90 and every kernel (no GPU needed)
 #   cuda_run.sh variant   the component's sources still compile without CUDA
 #                         (make cuda-off-variant; no GPU needed)
 #   cuda_run.sh fake      the MPI test matrix on device buffers against an emulated CUDA
-#                         driver (test/mpi/cuda_fake_driver.c): checks the glue's logic
+#                         driver (test/cuda/cuda_fake_driver.c): checks the glue's logic
 #                         (detection, routing, staging, kernel selection) and
 #                         themis-bench and themis-stress --mem device, NOT a GPU
 #   cuda_run.sh gpu       the MPI test matrix on a real GPU: several ranks per GPU,
@@ -23,12 +23,14 @@
 # default 2), OMPI_DEFAULT_COMPONENT_DIR (Open MPI's own component dir).
 set -uo pipefail
 
-# shellcheck source=mpi_env.sh
-source "$(dirname "${BASH_SOURCE[0]}")/mpi_env.sh"
+# shellcheck source=../common/mpi_env.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../common/mpi_env.sh"
+# shellcheck source=../common/log_events.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../common/log_events.sh"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-PROG=$BUILDDIR/test/mpi/themis-cuda-check
+PROG=$BUILDDIR/test/cuda/themis-cuda-check
 BENCH=$BUILDDIR/bench/themis-bench
-STRESS=$BUILDDIR/test/mpi/themis-stress
+STRESS=$BUILDDIR/test/stress/themis-stress
 KDIR=$BUILDDIR/ompi/mca/coll/themis/cuda
 
 skip() { echo "cuda_run: SKIPPED: $*"; exit 77; }
@@ -36,15 +38,17 @@ die() { echo "cuda_run: FAILED: $*" >&2; exit 1; }
 
 
 # run NAME NP [--env VAR=VALUE]... [--mca NAME VALUE]... [--colls LIST] [--verbose V]
-#     [--expect REGEX]... [--bench COMM | --stress] -- PROGRAM ARGS
+#     [--event SPEC]... [--expect REGEX]... [--bench COMM | --stress] -- PROGRAM ARGS
 # Runs themis-cuda-check (--bench COMM: themis-bench, whose themis runs on communicator
 # COMM; --stress: themis-stress) under mpirun with coll/themis from the build tree
-# (verbose 2 unless given), and checks the program's verdict, that themis itself ran the collectives (default: all
-# four and the nonblocking forms the program starts) on MPI_COMM_WORLD or COMM (its
-# stats lines), and that the output matches every REGEX.
+# (verbose 2 unless given), and checks the program's verdict, that themis itself ran the
+# collectives (default: all four and the nonblocking forms the program starts) on
+# MPI_COMM_WORLD or COMM (its events stats), that the component wrote an event for every
+# SPEC ("EVENT KEY=ERE ...", test/common/log_events.sh) and that the output matches every
+# REGEX (lines that are no events: the programs', help messages, plan lines).
 run() {
   local name=$1 np=$2; shift 2
-  local -a env=() mca=() expect=()
+  local -a env=() mca=() expect=() events=()
   local colls="allreduce reduce_scatter reduce_scatter_block allgather iallreduce ireduce_scatter_block iallgather" verbose=2
   local prog=$PROG comm=MPI_COMM_WORLD verdict='cuda_check: passed|cuda_bench:'
   while [ "$1" != "--" ]; do
@@ -55,12 +59,13 @@ run() {
       --mca) mca+=(--mca "$2" "$3"); shift 3 ;;
       --colls) colls=$2; shift 2 ;;
       --verbose) verbose=$2; shift 2 ;;
+      --event) events+=("$2"); shift 2 ;;
       --expect) expect+=("$2"); shift 2 ;;
       *) die "run: bad option $1" ;;
     esac
   done
   shift
-  local log=$BUILDDIR/test/mpi/logs/cuda_$name.log
+  local log=$BUILDDIR/test/cuda/logs/cuda_$name.log
   mkdir -p "$(dirname "$log")"
   echo "== $name: np $np ${mca[*]} ${env[*]} -- $*"
   timeout "${THEMIS_MPI_TIMEOUT:-300}" "$MPIRUN" -np "$np" --oversubscribe \
@@ -73,10 +78,13 @@ run() {
   grep -Eq "$verdict" "$log" || die "$name: no verdict (log $log)"
   local coll
   for coll in $colls; do
-    grep -Eq "coll:themis:stats comm $comm rank [0-9]+: $coll calls [0-9]+ themis [1-9]" "$log" \
+    [ "$(log_count "$log" stats "comm=$comm" "coll=$coll" 'themis=[1-9][0-9]*')" -gt 0 ] \
       || die "$name: themis never ran $coll on $comm (log $log)"
   done
-  local re
+  local ev re
+  for ev in "${events[@]}"; do
+    [ "$(log_spec_count "$log" "$ev")" -gt 0 ] || die "$name: no event $ev (log $log)"
+  done
   for re in "${expect[@]}"; do
     grep -Eq "$re" "$log" || die "$name: no output matches /$re/ (log $log)"
   done
@@ -85,7 +93,7 @@ run() {
 case ${1:-} in
 kernels)
   configured_with THEMIS_HAVE_CUDA || skip "this build has no CUDA (configure found no nvcc)"
-  python3 "$here/cuda_kernels_check.py" "$KDIR/reduce_kernels.fatbin" "$KDIR/reduce_kernels_fatbin.c"
+  python3 "$SRCDIR/test/cuda/cuda_kernels_check.py" "$KDIR/reduce_kernels.fatbin" "$KDIR/reduce_kernels_fatbin.c"
   ;;
 variant)
   configured_with THEMIS_HAVE_CUDA || skip "this build is itself the variant without CUDA"
@@ -93,7 +101,7 @@ variant)
   ;;
 fake)
   configured_with THEMIS_HAVE_CUDA || skip "this build has no CUDA (configure found no nvcc)"
-  fake=$BUILDDIR/test/mpi/.libs/libcuda-fake.so
+  fake=$BUILDDIR/test/cuda/.libs/libcuda-fake.so
   [ -f "$fake" ] && [ -x "$PROG" ] || die "build the tests first (make check)"
   # The emulated driver is loaded by its path (coll_themis_cuda_driver; the test programs
   # read the same variable), never as "libcuda.so.1": where a real driver is installed,
@@ -107,30 +115,29 @@ fake)
   # host), memory kinds that differ between ranks and between send and receive buffers.
   # cuda_nb_cold: a communicator first used by nonblocking device-buffer calls, its set-up
   # (the device-direct probe included) inside them.
-  COLD='cuda_nb_cold rank 0: iallreduce calls 3 themis 3'
+  COLD='stats comm=cuda_nb_cold rank=0 coll=iallreduce calls=3 themis=3'
   run fake_ipc_2x2 4 "${L[@]}" --mca coll_themis_dims 2x2 \
-    --expect "device-direct: dimension\(s\) 0,1 by CUDA IPC" \
-    --expect "comm cuda_nb_cold \(cid [0-9]+\) rank 0: device-direct: dimension\(s\) 0,1 by CUDA IPC" \
-    --expect "$COLD" -- --kinds device --expect ipc
-  run fake_ipc_auto 4 "${L[@]}" --expect "device-direct: dimension\(s\) 0 by CUDA IPC" \
+    --event "device_direct ipc=0,1" --event "device_direct comm=cuda_nb_cold rank=0 ipc=0,1" \
+    --event "$COLD" -- --kinds device --expect ipc
+  run fake_ipc_auto 4 "${L[@]}" --event "device_direct ipc=0" \
     -- --kinds device --expect ipc
   # Device-direct is chosen by the call that sets a communicator up, on every rank: with
   # host buffers on the odd ranks it is not, and device data is staged (no IPC, no kernels).
   run fake_ipc_mixed 4 "${L[@]}" --mca coll_themis_dims 2x2 --mca coll_themis_max_active 1 \
-    --expect "selected; dimensions" -- --kinds mixed --expect staged
+    --event "selected" -- --kinds mixed --expect staged
   run fake_ipc_split_np3 3 "${L[@]}" --mca coll_themis_dims 3 --mca coll_themis_cuda_ipc_cache 1 \
-    --expect "device-direct" -- --kinds split --expect ipc
+    --event "device_direct ipc=[0-9,]+" -- --kinds split --expect ipc
   # Without IPC (coll_themis_cuda_ipc=off): a dims=auto communicator on one node is the
   # previous module's, device buffers copied to the host and back.
-  run fake_noipc_auto 4 "${L[@]}" "${NOIPC[@]}" --colls "" --expect "not used, previous module kept: dims=auto found one dimension" \
+  run fake_noipc_auto 4 "${L[@]}" "${NOIPC[@]}" --colls "" --event "declined reason=one_dimension" \
     -- --kinds device --expect any
   # The transport cannot move device memory here: staged, in every memory layout.
-  run fake_staged_2x2 4 "${L[@]}" "${NOIPC[@]}" --mca coll_themis_dims 2x2 --expect "$COLD" \
+  run fake_staged_2x2 4 "${L[@]}" "${NOIPC[@]}" --mca coll_themis_dims 2x2 --event "$COLD" \
     -- --kinds device --expect staged
   # The least budget, many small chunks: the staging window has to move (evictions).
   run fake_staged_mixed_evict 4 "${L[@]}" "${NOIPC[@]}" --mca coll_themis_dims 2x2 --mca coll_themis_staging_bytes 1 \
     --mca coll_themis_chunks 32 --mca coll_themis_min_chunk_bytes 4096 --mca coll_themis_max_active 1 \
-    --verbose 5 --expect "staged through host memory: .* [1-9][0-9]* evictions" \
+    --verbose 5 --event "staging evictions=[1-9][0-9]*" \
     -- --kinds mixed --expect staged
   run fake_staged_split_np3 3 "${L[@]}" "${NOIPC[@]}" --mca coll_themis_dims 3 --mca coll_themis_max_active 1 -- --kinds split --expect any
   run fake_staged_ucx 4 "${L[@]}" "${NOIPC[@]}" --mca coll_themis_transport ucx --mca coll_themis_dims 4 \
@@ -147,7 +154,7 @@ fake)
   # themis-bench with device buffers, every result read back and checked.
   run fake_bench_ipc_2x2 4 "${L[@]}" --mca coll_themis_dims 2x2 --bench bench_themis \
     --colls "allreduce reduce_scatter_block allgather" --expect "^# buffers: CUDA device memory" \
-    --expect "device-direct" \
+    --event "device_direct ipc=[0-9,]+" \
     -- -m 256K:1M -i 2 -x 1 -c --mem device --collective allreduce,reduce_scatter_block,allgather \
     --impl themis,themis_baseline --peers 2,2
   # Device-direct communicators plan their chunk count unless coll_themis_chunks is given
@@ -159,12 +166,12 @@ fake)
       --colls allreduce --verbose 5 --expect "rank 0: allreduce 16777216 B: [0-9]+ chunks" \
       -- -m 16M:16M -i 1 -x 1 -c --mem device --collective allreduce --impl themis --peers 2,2
   done
-  planned() { grep -Eo "rank 0: allreduce 16777216 B: [0-9]+ chunks" "$BUILDDIR/test/mpi/logs/cuda_fake_ipc_chunks_$1.log" | head -1; }
+  planned() { grep -Eo "rank 0: allreduce 16777216 B: [0-9]+ chunks" "$BUILDDIR/test/cuda/logs/cuda_fake_ipc_chunks_$1.log" | head -1; }
   [ "$(planned default)" = "$(planned 0)" ] || die "default device-direct plan: $(planned default), auto: $(planned 0)"
   [ "$(planned 128)" = "rank 0: allreduce 16777216 B: 64 chunks" ] || die "chunks=128 gave $(planned 128)"
   run fake_bench_2x2 4 "${L[@]}" "${NOIPC[@]}" --mca coll_themis_dims 2x2 --bench bench_themis \
     --colls "allreduce reduce_scatter_block allgather" --expect "^# buffers: CUDA device memory" \
-    --verbose 5 --expect "staged through host memory" \
+    --verbose 5 --event "staging" \
     -- -m 256K:1M -i 2 -x 1 -c --mem device --collective allreduce,reduce_scatter_block,allgather \
     --impl themis,themis_baseline --peers 2,2
   # MPI_THREAD_MULTIPLE: device-buffer nonblocking calls waited for by a thread without a
@@ -195,7 +202,7 @@ fake)
   SC="allreduce reduce_scatter allgather iallreduce iallgather"
   S=(--max-bytes 2097152 --rss-margin-mib 48 --persistent)
   run fake_stress_device 4 "${L[@]}" --mca coll_themis_dims 2x2 --stress --colls "$SC" \
-    --expect "device-direct" -- --seed 41 --calls 1000 "${S[@]}" --mem device
+    --event "device_direct ipc=[0-9,]+" -- --seed 41 --calls 1000 "${S[@]}" --mem device
   run fake_stress_mixed 4 "${L[@]}" "${NOIPC[@]}" --mca coll_themis_dims 2x2 --stress --colls "$SC" \
     -- --seed 42 --calls 1000 "${S[@]}" --mem mixed
   run fake_stress_threads 4 "${L[@]}" --mca coll_themis_dims 2x2 --stress --colls "" \
@@ -217,7 +224,7 @@ gpu)
   run gpu_pml_split_np2 2 --mca coll_themis_dims 2 -- --kinds split
   # Device-direct node dimension (CUDA IPC; the auto runs above use it too), dims=auto on
   # one node, and the staged path it replaces.
-  run gpu_ipc_auto_np4 4 --expect "device-direct: dimension" -- --kinds device
+  run gpu_ipc_auto_np4 4 --event "device_direct ipc=[0-9,]+" -- --kinds device
   run gpu_noipc_2x2_np4 4 --mca coll_themis_cuda_ipc off --mca coll_themis_dims 2x2 -- --kinds device
   for t in pml ucx; do
     run gpu_bench_${t}_np4 4 --mca coll_themis_dims 2x2 --bench bench_themis_$t \
@@ -233,7 +240,7 @@ gpu)
     --collective allreduce,reduce_scatter_block,allgather --impl themis
   run gpu_staged_evict_np4 4 --mca coll_themis_cuda staged --mca coll_themis_staging_bytes 1 \
     --mca coll_themis_chunks 32 --mca coll_themis_min_chunk_bytes 4096 --mca coll_themis_max_active 1 \
-    --mca coll_themis_dims 2x2 --verbose 5 --expect "staged through host memory: .* [1-9][0-9]* evictions" \
+    --mca coll_themis_dims 2x2 --verbose 5 --event "staging evictions=[1-9][0-9]*" \
     -- --kinds device
   # The randomized stress on device buffers (as in the fake runs): device-direct with UCX
   # and the PML, memory kinds drawn per call, three threads at once. The margin as in the

@@ -21,7 +21,7 @@
  * buffers carry guard bytes after their end, checked after every call.
  *
  * Written against the CUDA driver API through dlopen, like the component: the same
- * binary runs on a GPU machine and, for CI, against test/mpi/cuda_fake_driver.c; there
+ * binary runs on a GPU machine and, for CI, against test/cuda/cuda_fake_driver.c; there
  * --expect checks which path ran (kernel launches, staging copies). Ranks pick device
  * (local rank % devices): several ranks may share one GPU. */
 #include <dlfcn.h>
@@ -39,7 +39,7 @@
 #define GUARD 256
 #define GUARD_BYTE 0xa7
 
-/* test/mpi/cuda_fake_driver.c counts what ran (kernel launches, staging copies). */
+/* test/cuda/cuda_fake_driver.c counts what ran (kernel launches, staging copies). */
 static void (*fake_counters)(unsigned long long *);
 /* ... and the IPC handles it exported, opened and closed. */
 static void (*fake_ipc_counters)(unsigned long long *);

@@ -1,5 +1,5 @@
 /* cuda_fake_driver.c: a stand-in libcuda.so.1 for testing coll/themis's CUDA glue on
- * machines without a GPU (test/mpi/cuda_run.sh fake). It is NOT a GPU test: it checks
+ * machines without a GPU (test/cuda/cuda_run.sh fake). It is NOT a GPU test: it checks
  * the glue's logic (detection, routing, staging with asynchronous copies, kernel
  * selection and arguments, copies back and forth) against an emulated driver.
  *
@@ -28,7 +28,7 @@
  *                  a freed one still open here) fails with CUDA_ERROR_ALREADY_MAPPED,
  *                  as it does there.
  *
- * Only what coll/themis and test/mpi/cuda_check.c call is here. Threads may call it at
+ * Only what coll/themis and test/cuda/cuda_check.c call is here. Threads may call it at
  * once: every entry point holds one lock (and the current context is per thread). */
 #define _GNU_SOURCE
 #include <cuda.h>

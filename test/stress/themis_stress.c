@@ -22,7 +22,7 @@
  * ranks is a device copy of the host image the test fills and checks, guard included);
  * mixed (send and receive buffer each on the device or not, drawn per call and rank).
  * Device memory is allocated through the CUDA driver as themis-cuda-check does (a GPU, or
- * the emulated driver of test/mpi/cuda_fake_driver.c); builds without CUDA skip (77).
+ * the emulated driver of test/cuda/cuda_fake_driver.c); builds without CUDA skip (77).
  *
  * Modes: --threads T (MPI_THREAD_MULTIPLE: T threads, each on its own communicator, run
  * their own sequences at once, a blocking allreduce in the middle of each nonblocking call,

@@ -1,10 +1,11 @@
-#!/bin/sh
-# bench/netem/smoke.sh -- CI smoke test of the emulated network (a few seconds).
+#!/usr/bin/env bash
+# test/netem/smoke.sh -- CI smoke test of the emulated network (bench/netem/; a few seconds).
 #
 # Builds a 2x4 network of 4 hosts x 2 ranks (one namespace per rank, tbf-shaped links,
 # 100/50 Mbit/s; Open MPI sees four nodes), runs netcheck (validated MPI_Allreduce,
 # MPI_Reduce_scatter_block, MPI_Allgather) on 8 ranks with coll/themis loaded from the build
-# tree (coll_themis_dims = the network's spec, verbose 2), checks that themis ran the
+# tree (coll_themis_dims = the network's spec, verbose 2), checks (from the component's
+# events, test/common/log_events.sh) that themis ran the
 # allreduce and cut its TCP messages into eager parts on both dimensions (the one inside a
 # host and the one between hosts, whose peers ob1 has not reached yet when MPI_COMM_WORLD is
 # set up); then runs it again as a user would, with dims=auto and the network's topology
@@ -18,7 +19,10 @@
 # THEMIS_BUILD_DIR (default <repo>/build).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-NETEM="$here/netem.py"
+# shellcheck source=../common/log_events.sh
+source "$here/../common/log_events.sh"
+NETEM_DIR=$(cd "$here/../../bench/netem" && pwd)
+NETEM="$NETEM_DIR/netem.py"
 PREFIX=${NETEM_SMOKE_PREFIX:-tmsmk}
 PY=${PYTHON:-python3}
 
@@ -53,9 +57,9 @@ exe=$(timeout 120 "$PY" "$NETEM" build --prefix "$PREFIX" 2>>"$log" | grep '/net
 timeout 180 "$PY" "$NETEM" run --prefix "$PREFIX" --timeout 120 --themis -- \
     --mca coll_themis_verbose 2 "$exe" 262144 -v >"$log" 2>&1 || fail "MPI run (rc $?)"
 grep -q '^NETCHECK_OK ranks=8 ' "$log" || fail "netcheck did not report NETCHECK_OK on 8 ranks"
-n=$(grep -c 'coll:themis:stats comm MPI_COMM_WORLD rank [0-9]*: allreduce calls [0-9]* themis [1-9]' "$log")
+n=$(log_count "$log" stats comm=MPI_COMM_WORLD coll=allreduce 'themis=[1-9][0-9]*')
 [ "$n" = 8 ] || fail "themis did not run the allreduce on every rank ($n of 8 stats lines)"
-n=$(grep -c 'comm MPI_COMM_WORLD (cid 0) rank [0-9]*: transport pml .*per dimension, 0:[0-9]* 1:[0-9]*)' "$log")
+n=$(log_count "$log" transport comm=MPI_COMM_WORLD cid=0 transport=pml 'parts=0:[0-9]+,1:[0-9]+')
 [ "$n" = 8 ] || fail "themis did not cut its messages into parts on both dimensions on every rank ($n of 8)"
 # the collectives crossed the shaped links: rank 0's dimension-0 link carried at least
 # the 1 MiB allreduce's share.
@@ -71,22 +75,22 @@ timeout 180 "$PY" "$NETEM" run --prefix "$PREFIX" --timeout 120 --themis -- \
     --mca coll_themis_dims auto --mca coll_themis_topo_file "$topo" --mca coll_themis_verbose 1 \
     "$exe" 262144 -v >"$log" 2>&1 || fail "MPI run with dims=auto (rc $?)"
 grep -q '^NETCHECK_OK ranks=8 ' "$log" || fail "dims=auto: netcheck did not report NETCHECK_OK on 8 ranks"
-dims='comm MPI_COMM_WORLD (cid 0) rank [0-9]*: selected; dimensions 2x4:'
-n=$(grep -c "$dims.*(bw measured,measured; lat measured,measured); levels node,network0" "$log")
+n=$(log_count "$log" selected comm=MPI_COMM_WORLD cid=0 'dims=2x4:.*' bw_source=measured,measured \
+  lat_source=measured,measured levels=node,network0)
 [ "$n" = 8 ] || fail "dims=auto: $n of 8 ranks measured a 2x4 node x network0 layout"
-n=$(grep -o "$dims.*" "$log" | sed 's/rank [0-9]*//' | sort -u | wc -l)
+n=$(log_values "$log" selected dims comm=MPI_COMM_WORLD cid=0 | sort -u | wc -l)
 [ "$n" = 1 ] || fail "dims=auto: the ranks disagree on the measured dimensions"
-rates=$(grep -o "${dims}bw=[^:]*" "$log" | head -n 1 | sed 's/.*bw=//')
-"$PY" "$here/within.py" "$rates" 100,50 0.15 ||
+rates=$(log_values "$log" selected dims comm=MPI_COMM_WORLD cid=0 | head -n 1 | sed -n 's/.*:bw=\([^:]*\).*/\1/p')
+"$PY" "$NETEM_DIR/within.py" "$rates" 100,50 0.15 ||
     fail "dims=auto: measured rates $rates are not within 15 % of the links' payload rate"
-grep -o 'rank 0: calibration took.*' "$log"
+echo "rank 0's calibration: $(log_values "$log" calibration '' comm=MPI_COMM_WORLD rank=0)"
 
 # CUDA builds: device buffers across the same hosts, against the emulated CUDA driver (no
 # GPU needed): the node dimension device-direct by CUDA IPC, the network dimension bounced
 # through pinned host memory, every result checked by the program.
 build=${THEMIS_BUILD_DIR:-$here/../../build}
-fake=$build/test/mpi/.libs/libcuda-fake.so
-cudacheck=$build/test/mpi/themis-cuda-check
+fake=$build/test/cuda/.libs/libcuda-fake.so
+cudacheck=$build/test/cuda/themis-cuda-check
 cuda="no CUDA build"
 if [ -f "$fake" ] && [ -x "$cudacheck" ]; then
     timeout 180 "$PY" "$NETEM" run --prefix "$PREFIX" --timeout 120 --themis -- \
@@ -94,7 +98,7 @@ if [ -f "$fake" ] && [ -x "$cudacheck" ]; then
         --mca coll_themis_dims auto --mca coll_themis_topo_file "$topo" --mca coll_themis_verbose 1 \
         "$cudacheck" --kinds device --expect ipc >"$log" 2>&1 || fail "device buffers (rc $?)"
     grep -q '^cuda_check: passed: 8 ranks' "$log" || fail "device buffers: cuda_check did not pass on 8 ranks"
-    n=$(grep 'comm MPI_COMM_WORLD ' "$log" | grep -c 'device-direct: dimension(s) 0 by CUDA IPC, others through pinned host memory')
+    n=$(log_count "$log" device_direct comm=MPI_COMM_WORLD ipc=0 others=pinned)
     [ "$n" = 8 ] || fail "device buffers: $n of 8 ranks ran dimension 0 by IPC and bounced the network"
     cuda="device buffers checked (IPC inside hosts, pinned bounce between them)"
 fi
