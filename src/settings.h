@@ -41,14 +41,14 @@
  * option parsing), so a value added here reaches all three. */
 
 /* coll_themis_policy, --policy: the order of dimensions a chunk takes. */
-#define THEMIS_POLICY_CHOICES(X)                                                              \
-    X(THEMIS_POLICY_BASELINE, 0, "baseline")                                                  \
+#define THEMIS_POLICY_CHOICES(X)                                                                   \
+    X(THEMIS_POLICY_BASELINE, 0, "baseline")                                                       \
     X(THEMIS_POLICY_THEMIS, 1, "themis")
 #define THEMIS_POLICY_DEFAULT THEMIS_POLICY_THEMIS
 
 /* coll_themis_intra_policy, --intra: the order of ready stages on a dimension. */
-#define THEMIS_INTRA_CHOICES(X)                                                               \
-    X(THEMIS_INTRA_FIFO, 0, "fifo")                                                           \
+#define THEMIS_INTRA_CHOICES(X)                                                                    \
+    X(THEMIS_INTRA_FIFO, 0, "fifo")                                                                \
     X(THEMIS_INTRA_SCF, 1, "scf")
 /* The paper's reference code's tie rule: the core and themis-sim only (a research setting
  * to reproduce the paper's numbers, not a parameter of the component). */
@@ -56,14 +56,17 @@
 #define THEMIS_INTRA_DEFAULT THEMIS_INTRA_SCF
 
 /* coll_themis_load_model, --load-model: what the load tracker charges per stage. */
-#define THEMIS_LOAD_CHOICES(X)                                                                \
-    X(THEMIS_LOAD_REFERENCE, 0, "reference")                                                  \
+#define THEMIS_LOAD_CHOICES(X)                                                                     \
+    X(THEMIS_LOAD_REFERENCE, 0, "reference")                                                       \
     X(THEMIS_LOAD_LATENCY, 1, "latency")
 #define THEMIS_LOAD_DEFAULT THEMIS_LOAD_LATENCY
 
 #define THEMIS_CHOICE_CONSTANT(constant, number, name) constant = number,
 enum { THEMIS_POLICY_CHOICES(THEMIS_CHOICE_CONSTANT) };
-enum { THEMIS_INTRA_CHOICES(THEMIS_CHOICE_CONSTANT) THEMIS_INTRA_RESEARCH_CHOICES(THEMIS_CHOICE_CONSTANT) };
+enum {
+    THEMIS_INTRA_CHOICES(THEMIS_CHOICE_CONSTANT)
+        THEMIS_INTRA_RESEARCH_CHOICES(THEMIS_CHOICE_CONSTANT)
+};
 enum { THEMIS_LOAD_CHOICES(THEMIS_CHOICE_CONSTANT) };
 #undef THEMIS_CHOICE_CONSTANT
 
