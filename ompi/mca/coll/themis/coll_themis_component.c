@@ -22,7 +22,7 @@ static int themis_close(void);
 mca_coll_themis_component_t mca_coll_themis_component = {
     .super = {
         .collm_version = {
-            MCA_COLL_BASE_VERSION_2_0_0,
+            THEMIS_COLL_BASE_VERSION,
             .mca_component_name = "themis",
             MCA_BASE_MAKE_VERSION(component, 0, 1, 0),
             .mca_open_component = themis_open,

@@ -16,7 +16,7 @@ namespace themis {
 
 void say(int level, ompi_communicator_t *comm, const std::string &text) {
     opal_output_verbose(level, params().output, "coll:themis: comm %s (cid %u) rank %d: %s",
-                        comm->c_name, comm->c_contextid, ompi_comm_rank(comm), text.c_str());
+                        comm->c_name, themis_comm_id(comm), ompi_comm_rank(comm), text.c_str());
 }
 
 Context::Context(ompi_communicator_t *comm, RankLayout layout)
@@ -32,11 +32,8 @@ Context::~Context() {
 
 // The communicator's value of an info key themis subscribes to; "" when not set.
 std::string Context::info(const char *key) const {
-    if (comm_->super.s_info == nullptr) return "";
-    char value[32] = {0};
-    int flag = 0;
-    opal_info_get(comm_->super.s_info, key, sizeof value - 1, value, &flag);
-    return flag ? value : "";
+    char value[32];
+    return themis_info_get(comm_->super.s_info, key, value, sizeof value) ? value : "";
 }
 
 int Context::info_choice(const char *key, int parameter) const {

@@ -9,7 +9,6 @@
 #include "coll_themis.h"
 
 #include "ompi/mca/coll/base/base.h"
-#include "opal/util/info_subscriber.h"
 #include "opal/util/output.h"
 #include "opal/util/show_help.h"
 
@@ -87,11 +86,10 @@ static bool has_previous(const mca_coll_themis_module_t *m)
 
 /* Keeps a themis info key on the communicator (Open MPI drops keys nobody subscribed to):
  * valid values (those of the parameter the key overrides) are kept, anything else is dropped. */
-static char *info_callback(opal_infosubscriber_t *object, char *key, char *value)
+static const char *info_filter(const char *key, const char *value)
 {
-    (void) object;
     const mca_base_var_enum_value_t *v = mca_coll_themis_info_value(key, value);
-    return v ? (char *) v->string : NULL;
+    return v ? v->string : NULL;
 }
 
 /* The layer `comm` runs each slot on now. */
@@ -133,7 +131,7 @@ static int themis_module_enable(mca_coll_base_module_t *module, struct ompi_comm
 #undef RETAIN
     m->comm = comm;
     for (const mca_coll_themis_info_key_t *k = mca_coll_themis_info_keys; k->key; ++k)
-        opal_infosubscribe_subscribe(&comm->super, (char *) k->key, "", info_callback);
+        themis_info_subscribe(&comm->super, k->key, info_filter);
     return OMPI_SUCCESS;
 }
 
@@ -152,7 +150,7 @@ mca_coll_base_module_t *mca_coll_themis_comm_query(struct ompi_communicator_t *c
     mca_coll_themis_component_t *c = &mca_coll_themis_component;
     if (OMPI_COMM_IS_INTER(comm) || ompi_comm_size(comm) < 2 || c->priority < 0) {
         opal_output_verbose(1, c->output, "coll:themis: comm %s (cid %u): declined (%s)",
-                            comm->c_name, comm->c_contextid,
+                            comm->c_name, themis_comm_id(comm),
                             OMPI_COMM_IS_INTER(comm) ? "intercommunicator"
                             : c->priority < 0        ? "negative priority"
                                                      : "fewer than 2 ranks");
