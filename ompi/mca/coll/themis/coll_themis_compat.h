@@ -95,6 +95,23 @@ typedef mca_coll_base_component_2_4_0_t themis_coll_base_component_t;
 #define THEMIS_COMPONENT_DECLSPEC OMPI_DECLSPEC
 #endif
 
+/* ------------------------------------------------------------- default priority */
+/* Above every component the series selects by default for the collectives themis takes,
+ * so that a plain mpirun runs them on themis and hands the rest down unchanged:
+ *  4.1: tuned 30 (han 0, adapt 0, sm 0, libnbc 10, basic 10);
+ *  5.0: han 35, tuned 30, ftagree 30, libnbc 10, ucc 10, and coll/cuda 78 where Open MPI
+ *       is built with CUDA (themis runs device buffers itself, cuda becomes the module it
+ *       hands calls down to). hcoll (90) stays above: a site that installed it chose it;
+ *       coll_themis_priority 95 puts themis over it.
+ *  Components at or above it select themselves only for what themis declines anyway
+ *  (self 75: one-rank communicators; inter 40: intercommunicators) or only when asked
+ *  for (sync 50, monitoring). */
+#if THEMIS_OMPI_SERIES == 41
+#define THEMIS_DEFAULT_PRIORITY 35
+#else
+#define THEMIS_DEFAULT_PRIORITY 80
+#endif
+
 /* -------------------------------------------------------- persistent collectives */
 /* MPI 4's persistent collectives: Open MPI 4.1 has them as the pcollreq extension,
  * MPIX_<Name>_init; 5.0 as MPI_<Name>_init. Same module slots. For messages. */
