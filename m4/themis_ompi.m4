@@ -24,8 +24,8 @@ dnl                               -Wl,--no-undefined: -L... -lmpi -lopen-pal
 dnl   OMPI_DEFAULT_COMPONENT_DIR  Open MPI's own component dir (pkglibdir),
 dnl                               needed in mca_base_component_path
 dnl   MPIRUN                      absolute path of mpirun
+dnl   OMPI_INFO                   absolute path of the same install's ompi_info
 dnl   ompicomponentdir            --with-ompi-component-dir=DIR
-dnl Automake conditional: OMPI_SERIES_50 (building against 5.0).
 AC_DEFUN([THEMIS_CHECK_OMPI], [
   AC_REQUIRE([PKG_PROG_PKG_CONFIG])
 
@@ -186,6 +186,10 @@ AC_DEFUN([THEMIS_CHECK_OMPI], [
     [AC_MSG_ERROR([mpirun not found: install the Debian package openmpi-bin])])
   AC_MSG_CHECKING([for mpirun])
   AC_MSG_RESULT([$MPIRUN])
+  dnl ompi_info of the same install (the tests ask it what the component registered).
+  AS_IF([test -x "$OMPI_PREFIX/bin/ompi_info"],
+    [OMPI_INFO="$OMPI_PREFIX/bin/ompi_info"],
+    [AC_PATH_PROG([OMPI_INFO], [ompi_info], [ompi_info], [$OMPI_LIBDIR/../bin$PATH_SEPARATOR$PATH])])
 
   dnl Open MPI's own component directory (pkglibdir).  Debian: .../lib/openmpi3
   AS_IF([test -d "$OMPI_LIBDIR/openmpi3"],
@@ -208,7 +212,6 @@ AC_DEFUN([THEMIS_CHECK_OMPI], [
   AC_MSG_CHECKING([where to install the coll/themis component])
   AC_MSG_RESULT([$ompicomponentdir])
 
-  AM_CONDITIONAL([OMPI_SERIES_50], [test "$OMPI_SERIES" = 5.0])
   AC_SUBST([OMPI_VERSION])
   AC_SUBST([OMPI_SERIES])
   AC_SUBST([OMPI_PREFIX])
@@ -218,5 +221,6 @@ AC_DEFUN([THEMIS_CHECK_OMPI], [
   AC_SUBST([OMPI_COMPONENT_LIBS])
   AC_SUBST([OMPI_DEFAULT_COMPONENT_DIR])
   AC_SUBST([MPIRUN])
+  AC_SUBST([OMPI_INFO])
   AC_SUBST([ompicomponentdir])
 ])
