@@ -8,7 +8,7 @@
 #ifndef MCA_COLL_THEMIS_H
 #define MCA_COLL_THEMIS_H
 
-#include "ompi_config.h"
+#include "coll_themis_compat.h"
 
 #include <stdbool.h>
 
@@ -53,7 +53,7 @@ enum { THEMIS_SLOTS(THEMIS_SLOT_INDEX) THEMIS_COLL_COUNT };
 #undef THEMIS_SLOT_INDEX
 
 typedef struct mca_coll_themis_component_t {
-    mca_coll_base_component_2_0_0_t super;
+    themis_coll_base_component_t super;
     int output; /* opal_output stream, verbosity = verbose */
 
     /* MCA parameters (coll_themis_<name>): defaults, ranges and descriptions are in
@@ -89,7 +89,7 @@ typedef struct mca_coll_themis_component_t {
     bool chunks_given;          /* coll_themis_chunks set by the user, not its default */
 } mca_coll_themis_component_t;
 
-OMPI_MODULE_DECLSPEC extern mca_coll_themis_component_t mca_coll_themis_component;
+THEMIS_COMPONENT_DECLSPEC extern mca_coll_themis_component_t mca_coll_themis_component;
 
 /* Lazy set-up of a communicator: it starts on the first eligible call, never in enable
  * (creating communicators there deadlocks, see README "Design"), and runs from the
@@ -160,8 +160,8 @@ int mca_coll_themis_iallgather(const void *sbuf, int scount, struct ompi_datatyp
                                struct ompi_communicator_t *comm, ompi_request_t **request,
                                mca_coll_base_module_t *module);
 
-/* Persistent forms (MPIX_*_init of the pcollreq extension): every MPI_Start runs the
- * nonblocking form's path on the request made here. */
+/* Persistent forms (MPI_*_init; in 4.1 MPIX_*_init of the pcollreq extension): every
+ * MPI_Start runs the nonblocking form's path on the request made here. */
 int mca_coll_themis_allreduce_init(const void *sbuf, void *rbuf, int count,
                                    struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                    struct ompi_communicator_t *comm, struct ompi_info_t *info,

@@ -27,11 +27,8 @@ Context::~Context() {
 
 // The communicator's value of an info key themis subscribes to; "" when not set.
 std::string Context::info(const char *key) const {
-    if (comm_->super.s_info == nullptr) return "";
-    char value[32] = {0};
-    int flag = 0;
-    opal_info_get(comm_->super.s_info, key, sizeof value - 1, value, &flag);
-    return flag ? value : "";
+    char value[32];
+    return themis_info_get(comm_->super.s_info, key, value, sizeof value) ? value : "";
 }
 
 int Context::info_choice(const char *key, int parameter) const {

@@ -207,10 +207,10 @@ inline const char *mpi_name(int slot) {
                                                          "MPI_Ireduce_scatter",
                                                          "MPI_Ireduce_scatter_block",
                                                          "MPI_Iallgather",
-                                                         "MPIX_Allreduce_init",
-                                                         "MPIX_Reduce_scatter_init",
-                                                         "MPIX_Reduce_scatter_block_init",
-                                                         "MPIX_Allgather_init"};
+                                                         THEMIS_INIT_NAME("Allreduce"),
+                                                         THEMIS_INIT_NAME("Reduce_scatter"),
+                                                         THEMIS_INIT_NAME("Reduce_scatter_block"),
+                                                         THEMIS_INIT_NAME("Allgather")};
     return names[slot];
 }
 

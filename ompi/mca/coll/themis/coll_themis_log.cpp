@@ -65,7 +65,7 @@ std::string LogEvent::line(ompi_communicator_t *comm) const {
     };
     if (comm != nullptr) {
         put("comm", comm->c_name);
-        put("cid", std::to_string(comm->c_contextid));
+        put("cid", std::to_string(themis_comm_id(comm)));
         put("rank", std::to_string(ompi_comm_rank(comm)));
     }
     for (const auto &kv : keys_) put(kv.first, kv.second);
@@ -79,7 +79,7 @@ void LogEvent::emit(int level, ompi_communicator_t *comm) const {
 
 void say(int level, ompi_communicator_t *comm, const std::string &text) {
     opal_output_verbose(level, params().output, "coll:themis: comm %s (cid %u) rank %d: %s",
-                        comm->c_name, comm->c_contextid, ompi_comm_rank(comm), text.c_str());
+                        comm->c_name, themis_comm_id(comm), ompi_comm_rank(comm), text.c_str());
 }
 
 } // namespace themis

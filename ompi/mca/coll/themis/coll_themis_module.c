@@ -11,7 +11,6 @@
 #include "coll_themis_log.h"
 
 #include "ompi/mca/coll/base/base.h"
-#include "opal/util/info_subscriber.h"
 #include "opal/util/output.h"
 #include "opal/util/show_help.h"
 
@@ -89,11 +88,10 @@ static bool has_previous(const mca_coll_themis_module_t *m)
 
 /* Keeps a themis info key on the communicator (Open MPI drops keys nobody subscribed to):
  * valid values (those of the parameter the key overrides) are kept, anything else is dropped. */
-static char *info_callback(opal_infosubscriber_t *object, char *key, char *value)
+static const char *info_filter(const char *key, const char *value)
 {
-    (void) object;
     const mca_base_var_enum_value_t *v = mca_coll_themis_info_value(key, value);
-    return v ? (char *) v->string : NULL;
+    return v ? v->string : NULL;
 }
 
 /* The layer `comm` runs each slot on now. */
@@ -135,7 +133,7 @@ static int themis_module_enable(mca_coll_base_module_t *module, struct ompi_comm
 #undef RETAIN
     m->comm = comm;
     for (const mca_coll_themis_info_key_t *k = mca_coll_themis_info_keys; k->key; ++k)
-        opal_infosubscribe_subscribe(&comm->super, (char *) k->key, "", info_callback);
+        themis_info_subscribe(&comm->super, k->key, info_filter);
     return OMPI_SUCCESS;
 }
 

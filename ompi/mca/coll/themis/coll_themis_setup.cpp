@@ -161,7 +161,7 @@ void Context::calibrate(mca_coll_themis_module_t *m, const std::vector<std::stri
 void Context::open_trace() {
     if (params().trace == nullptr || params().trace[0] == '\0') return;
     const std::string path = std::string(params().trace) + ".cid" +
-                             std::to_string(ompi_comm_get_cid(comm_)) + ".rank" +
+                             std::to_string(themis_comm_id(comm_)) + ".rank" +
                              std::to_string(ompi_comm_rank(comm_)) + ".csv";
     trace_.open(path, std::ios::trunc);
     if (!trace_) {

@@ -4,11 +4,6 @@
 // and exchanges every step runs on.
 #include "coll_themis_prelude.h"
 
-// First: the header declares C functions without saying so (communicator.h includes it).
-extern "C" {
-#include "ompi/communicator/comm_request.h"
-}
-
 #include "coll_themis_setup_task.h"
 
 #include <sys/mman.h>
@@ -47,7 +42,7 @@ namespace {
 constexpr int kSetupTagBase = -(1 << 22);
 constexpr uint32_t kSetupTagSpan = 1 << 16;
 int setup_tag(ompi_communicator_t *parent) {
-    return kSetupTagBase - int(ompi_comm_get_cid(parent) % kSetupTagSpan);
+    return kSetupTagBase - int(themis_comm_id(parent) % kSetupTagSpan);
 }
 
 // ---------------------------------------------------------------- the task's own stack
@@ -277,8 +272,7 @@ int progress_setups() {
 
 ompi_communicator_t *private_duplicate(ompi_communicator_t *comm) {
     ompi_communicator_t *dup = nullptr;
-    if (ompi_comm_set(&dup, comm, ompi_comm_size(comm), nullptr, 0, nullptr, nullptr,
-                      comm->error_handler, false, comm->c_local_group, nullptr) != OMPI_SUCCESS)
+    if (themis_comm_set_intra(&dup, comm) != OMPI_SUCCESS)
         throw std::runtime_error("making the private communicator failed");
     int tag = setup_tag(comm);
     ompi_request_t *request = nullptr;
@@ -298,8 +292,8 @@ ompi_communicator_t *private_duplicate(ompi_communicator_t *comm) {
         OBJ_RELEASE(dup);
         throw;
     }
-    snprintf(dup->c_name, MPI_MAX_OBJECT_NAME, "themis private %u of %u", dup->c_contextid,
-             comm->c_contextid);
+    snprintf(dup->c_name, MPI_MAX_OBJECT_NAME, "themis private %u of %u", themis_comm_id(dup),
+             themis_comm_id(comm));
     // Its collectives are the module below's: they never come back to themis.
     if (dup->super.s_info == nullptr) dup->super.s_info = OBJ_NEW(opal_info_t);
     opal_info_set(dup->super.s_info, "ompi_comm_coll_preference", "^themis");

@@ -43,7 +43,7 @@ struct BaseTransport {
 Connected connect_ucx_everywhere(const TransportSite &site, bool wanted) {
     std::string why;
     UcxWorker *worker = wanted ? process_ucx_worker(why) : nullptr;
-    if (worker && ompi_comm_get_cid(site.comm) > kUcxMaxCommId) {
+    if (worker && themis_comm_id(site.comm) > kUcxMaxCommId) {
         why = "communicator id beyond the UCX tag layout";
         worker = nullptr;
     }

@@ -80,7 +80,7 @@ std::unique_ptr<UcxTransport> connect_ucx(mca_coll_themis_module_t *m, ompi_comm
     }
     // Idle: Open MPI's progress engine, which also yields the core when oversubscribed.
     return std::make_unique<UcxTransport>(worker, topo, position, std::move(endpoint_at),
-                                          ompi_comm_get_cid(comm), [] { opal_progress(); });
+                                          themis_comm_id(comm), [] { opal_progress(); });
 }
 
 } // namespace themis
