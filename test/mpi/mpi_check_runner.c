@@ -247,7 +247,7 @@ static void compare_range(const spec_t *s, const unsigned char *typed, size_t tf
 }
 
 /* themis runs a communicator's nonblocking collectives once a blocking one has set it
- * up (README, "Nonblocking collectives"): one allreduce of a themis size, checked. */
+ * up (docs/design.md, "Nonblocking set-up"): one allreduce of a themis size, checked. */
 void warm_up(comm_info *c)
 {
     if (c->warm) return;

@@ -92,7 +92,7 @@ typedef struct mca_coll_themis_component_t {
 THEMIS_COMPONENT_DECLSPEC extern mca_coll_themis_component_t mca_coll_themis_component;
 
 /* Lazy set-up of a communicator: it starts on the first eligible call, never in enable
- * (creating communicators there deadlocks, see README "Design"), and runs from the
+ * (creating communicators there deadlocks, see docs/design.md, "Set-up"), and runs from the
  * progress loop until it ends ready or declined (coll_themis_setup_task.h). */
 enum { THEMIS_SETUP_PENDING = 0, THEMIS_SETUP_RUNNING, THEMIS_SETUP_READY, THEMIS_SETUP_DECLINED };
 
