@@ -6,9 +6,8 @@
 // stage's bytes fit under max_active_bytes together with those already running there.
 // The byte bound exists because a dimension's stages to one peer share one connection,
 // which carries their data in the order it entered: past the bytes that keep a link busy,
-// more stages in flight only delay the one the plan wants done first (64 MiB on the
-// emulated 2x2x2 100/100/100 network: allreduce 82.5-82.8 % of the ideal with a 2 MiB
-// bound, 79.5-79.9 % without; bench/HISTORY.md). Because every rank of a dimension group
+// more stages in flight only delay the one the plan wants done first (the default bound's
+// measurement: docs/design.md, "Why the defaults"). Because every rank of a dimension group
 // issues the same ops in the same order, the groups never wait on each other in a cycle.
 //
 // One Engine per communicator: it numbers the ops of each dimension across calls, so the

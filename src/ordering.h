@@ -14,8 +14,7 @@
 //         (max of input and output bytes) starts first; ties go to the oldest
 //   SCF_NEWEST  the same, ties to the newest, as the paper's reference code: it leaves
 //         chunk 0, the first to become ready, for last, a tail of one whole stage (kept
-//         to reproduce the paper's numbers: 95.60 % against the paper's 95.14 %, where
-//         ties to the oldest give 97.44 %)
+//         to reproduce the paper's numbers; docs/design.md, "Why the defaults")
 //
 // The order in which each dimension starts its stages is the plan's issue order: at
 // run time every rank issues a dimension's stages strictly in that order, which keeps
