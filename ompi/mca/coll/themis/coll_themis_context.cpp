@@ -2,6 +2,7 @@
 // its engine, the trace (set-up itself: coll_themis_setup.cpp).
 #include "coll_themis_context.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
@@ -13,6 +14,15 @@
 #include "trace.h"
 
 namespace themis {
+
+namespace {
+
+// Bumped by every call of the info keys' subscription callback (info_generation()).
+std::atomic<uint64_t> info_changes{0};
+
+} // namespace
+
+uint64_t info_generation() { return info_changes.load(std::memory_order_acquire); }
 
 void say(int level, ompi_communicator_t *comm, const std::string &text) {
     opal_output_verbose(level, params().output, "coll:themis: comm %s (cid %u) rank %d: %s",
@@ -49,19 +59,10 @@ Transport &Context::engine_transport() {
     return node_transport_ ? *node_transport_ : *transport_;
 }
 
-Policy Context::policy() const {
-    // MPI_Comm_set_info / MPI_Comm_dup_with_info may choose the policy per communicator.
-    return info_choice("themis_policy", params().policy) == THEMIS_POLICY_BASELINE
-               ? Policy::Baseline
-               : Policy::Themis;
-}
-
-PlanRequest Context::request(Collective coll, uint64_t element_size,
-                             std::vector<uint64_t> block_counts) const {
-    PlanRequest req;
-    req.collective = coll;
-    req.element_size = element_size;
-    req.block_counts = std::move(block_counts);
+void Context::resolve_settings() {
+    // Noted first: an info key set while this runs is resolved again at the next call.
+    settings_.info_generation = info_generation();
+    PlanRequest &req = settings_.request;
     // The planner (src/planner.h) picks the count when chunks is 0 (auto); chunks no
     // smaller than min_chunk_bytes either way, so small messages are not cut to pieces.
     // Device-direct communicators plan it unless the user set one: a CUDA IPC message
@@ -70,7 +71,10 @@ PlanRequest Context::request(Collective coll, uint64_t element_size,
     // All-Reduce on 2x2: 11.3 ms with 128 chunks, 0.75 ms planned).
     req.chunks = device_direct() && !params().chunks_given ? 0 : params().chunks;
     req.min_chunk_bytes = params().min_chunk_bytes;
-    req.scheduler.policy = policy();
+    // MPI_Comm_set_info / MPI_Comm_dup_with_info may choose the policy per communicator.
+    req.scheduler.policy = info_choice("themis_policy", params().policy) == THEMIS_POLICY_BASELINE
+                               ? Policy::Baseline
+                               : Policy::Themis;
     req.scheduler.load_model =
         params().load_model == THEMIS_LOAD_REFERENCE ? LoadModel::Reference : LoadModel::Latency;
     req.scheduler.threshold = params().threshold;
@@ -79,6 +83,23 @@ PlanRequest Context::request(Collective coll, uint64_t element_size,
     req.ordering.max_active = params().max_active;
     req.ordering.max_active_bytes = static_cast<double>(params().max_active_bytes);
     req.rank = position_;
+    settings_.carry_load = params().carry_load;
+    settings_.verbose = params().verbose;
+    settings_.resolved = true;
+}
+
+void Context::plan_request(PlanRequest &req, Collective coll, uint64_t element_size) {
+    if (!settings_.resolved || settings_.info_generation != info_generation()) resolve_settings();
+    req = settings_.request; // its lists empty: req's keep their room
+    req.collective = coll;
+    req.element_size = element_size;
+}
+
+PlanRequest Context::request(Collective coll, uint64_t element_size,
+                             std::vector<uint64_t> block_counts) {
+    PlanRequest req;
+    plan_request(req, coll, element_size);
+    req.block_counts = std::move(block_counts);
     return req;
 }
 
@@ -93,11 +114,11 @@ std::unique_ptr<StartedRun> Context::begin(const PlanRequest &request, char *wor
     std::unique_ptr<StartedRun> started(new StartedRun(*this));
     const size_t misses = cache_.misses();
     PlanRequest req = request;
-    if (params().carry_load) req.carried_load = carried_load_;
+    if (settings_.carry_load) req.carried_load = carried_load_;
     started->plan_ = cache_.get(layout_.topology, req);
     const Plan &plan = *started->plan_;
     carried_load_ = nonblocking ? plan.carried_load : std::vector<double>();
-    if (params().verbose >= 5) {
+    if (settings_.verbose >= 5) {
         char line[256];
         const double ideal = ideal_time(layout_.topology, req.collective, double(plan.work_bytes));
         snprintf(line, sizeof line,
@@ -109,7 +130,7 @@ std::unique_ptr<StartedRun> Context::begin(const PlanRequest &request, char *wor
                  plan.predicted_time * 1e3, 100 * ideal / plan.predicted_time,
                  cache_.misses() > misses ? "compiled" : "cached");
         say(5, comm_, line);
-        if (params().verbose >= 10) say(10, comm_, "\n" + plan.describe());
+        if (settings_.verbose >= 10) say(10, comm_, "\n" + plan.describe());
     }
     RunOptions traced = options;
     if (trace_.is_open()) {
@@ -173,3 +194,7 @@ themis_context::~themis_context() {
 }
 
 extern "C" void mca_coll_themis_context_free(struct themis_context *context) { delete context; }
+
+extern "C" void mca_coll_themis_info_changed(void) {
+    themis::info_changes.fetch_add(1, std::memory_order_acq_rel);
+}

@@ -66,10 +66,13 @@ class Context {
     // memory on every dimension, node dimensions by CUDA IPC.
     bool device_direct() const { return device_transport_ != nullptr; }
 
-    // The request for a collective on this communicator, with the parameters in force
-    // (MCA parameters, the communicator's themis_policy info key).
-    PlanRequest request(Collective coll, uint64_t element_size,
-                        std::vector<uint64_t> block_counts) const;
+    // Fills `req` in for a collective on this communicator: the settings in force (MCA
+    // parameters, the communicator's themis_policy info key), the collective and the element
+    // size; the caller adds the sizes. The settings are resolved at set-up and again after
+    // MPI_Comm_set_info, not per call; `req`'s lists keep their room (cleared).
+    void plan_request(PlanRequest &req, Collective coll, uint64_t element_size);
+    // The same as a new request, with its block counts.
+    PlanRequest request(Collective coll, uint64_t element_size, std::vector<uint64_t> block_counts);
     // Runs it over `work`, a buffer laid out as the request says (or wherever
     // `options` says: device buffers, see coll_themis_cuda.h).
     void run(const PlanRequest &req, char *work, Reducer &reducer,
@@ -89,13 +92,14 @@ class Context {
     Context(ompi_communicator_t *comm, RankLayout layout);
     // Appends a completed call's stage timings to the trace.
     void write_trace(const StartedRun &run);
+    // Resolves the settings every call's request starts from (plan_request).
+    void resolve_settings();
     // Picks and connects the base transport (collective; coll_themis_transports.h).
     void connect(mca_coll_themis_module_t *m);
     // Sets the rates the spec does not give (collective; see coll_themis_calibrate.h) and
     // builds the engine on them; returns the dimensions with every number and its source.
     // `host_of`: every communicator rank's hostname.
     std::string calibrate(mca_coll_themis_module_t *m, const std::vector<std::string> &host_of);
-    Policy policy() const;
     // A themis info key's value on the communicator ("" when unset).
     std::string info(const char *key) const;
     // The value of a themis info key on the communicator (mca_coll_themis_info_keys), else
@@ -137,7 +141,22 @@ class Context {
     // Plans and starts a call; `nonblocking`: calls after it may run beside it.
     std::unique_ptr<StartedRun> begin(const PlanRequest &req, char *work, Reducer &reducer,
                                       const RunOptions &options, bool nonblocking);
+    // What every call's request starts from: the parameters in force and the
+    // communicator's info keys, resolved by resolve_settings() (at set-up, and on the first
+    // call after an info key changed: info_generation).
+    struct Settings {
+        PlanRequest request; // every field but the sizes (its lists empty)
+        bool carry_load = false;
+        int verbose = 0;
+        uint64_t info_generation = 0; // of the info keys it was resolved from
+        bool resolved = false;
+    } settings_;
 };
+
+// Set by the info keys' subscription callback (coll_themis_module.c) each time Open MPI
+// hands it a themis info key's value (MPI_Comm_set_info, a communicator's creation):
+// contexts resolve their settings again on their next call.
+uint64_t info_generation();
 
 // The module's context once its set-up ended; nullptr while it runs or when themis
 // declined the communicator.
