@@ -53,8 +53,13 @@ void Engine::run(std::shared_ptr<const Plan> plan, char *work, Reducer &reducer,
     wait(*start(std::move(plan), work, reducer, options));
 }
 
-void Engine::wait(Execution &execution) {
-    while (!execution.progress()) transport_.progress();
+void Engine::wait(Execution &execution, std::recursive_mutex *lock) {
+    for (;;) {
+        std::unique_lock<std::recursive_mutex> hold;
+        if (lock) hold = std::unique_lock<std::recursive_mutex>(*lock);
+        if (execution.progress()) return;
+        transport_.progress();
+    }
 }
 
 bool Engine::fits(int d, uint64_t bytes) const {

@@ -37,6 +37,7 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "plan.h"
@@ -149,8 +150,10 @@ class Engine {
     // Starts and drives a plan to completion.
     void run(std::shared_ptr<const Plan> plan, char *work, Reducer &reducer,
              const RunOptions &options = {});
-    // Drives a started execution to completion (and, meanwhile, every other one).
-    void wait(Execution &execution);
+    // Drives a started execution to completion (and, meanwhile, every other one): the one
+    // loop that waits for a collective, the MPI glue's blocking calls included. `lock`, if
+    // given, is held around each step (the engine's and its transport's), not between them.
+    void wait(Execution &execution, std::recursive_mutex *lock = nullptr);
     // Advances every execution in flight; safe to call from within itself (a transport
     // that polls a progress loop which comes back here): the inner call returns at once.
     void progress();
