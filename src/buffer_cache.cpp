@@ -10,7 +10,15 @@ BufferCache::~BufferCache() {
 }
 
 void *BufferCache::handed_out(void *buf, size_t size) {
-    size_of_[buf] = size;
+    if (size_nodes_.empty()) {
+        size_of_[buf] = size;
+    } else {
+        auto node = std::move(size_nodes_.back());
+        size_nodes_.pop_back();
+        node.key() = buf;
+        node.mapped() = size;
+        size_of_.insert(std::move(node));
+    }
     outstanding_bytes_ += size;
     peak_bytes_ = std::max(peak_bytes_, outstanding_bytes_);
     return buf;
@@ -24,7 +32,7 @@ void *BufferCache::acquire(size_t bytes) {
         void *buf = it->second;
         const size_t size = it->first;
         cached_bytes_ -= size;
-        free_.erase(it);
+        free_nodes_.push_back(free_.extract(it));
         return handed_out(buf, size);
     }
     // Filed under the size asked for, even 0 (one byte allocated): a call that asks for
@@ -37,7 +45,7 @@ void BufferCache::release(void *buf) {
     // acquire may have handed out a larger buffer than asked for: file it by its real size.
     auto it = size_of_.find(buf);
     const size_t size = it->second;
-    size_of_.erase(it);
+    size_nodes_.push_back(size_of_.extract(it));
     outstanding_bytes_ -= size;
     const size_t limit = std::min(limit_, peak_bytes_);
     if (size > limit) {
@@ -45,7 +53,15 @@ void BufferCache::release(void *buf) {
         return;
     }
     make_room(size, limit);
-    free_.emplace(size, buf);
+    if (free_nodes_.empty()) {
+        free_.emplace(size, buf);
+    } else {
+        auto node = std::move(free_nodes_.back());
+        free_nodes_.pop_back();
+        node.key() = size;
+        node.mapped() = buf;
+        free_.insert(std::move(node));
+    }
     cached_bytes_ += size;
 }
 

@@ -8,6 +8,9 @@
 // (the randomized stress test grew 18 MiB a process at 8 ranks). When a released buffer
 // does not fit, the smallest cached ones are freed first.
 //
+// A buffer taken from the cache and given back allocates nothing: the book-keeping's map
+// nodes are kept for reuse too.
+//
 // Thread-safe: under MPI_THREAD_MULTIPLE one thread prepares a call (its temporaries)
 // while another, in Open MPI's progress loop, runs the calls in flight on the same memory.
 #pragma once
@@ -15,6 +18,7 @@
 #include <cstddef>
 #include <map>
 #include <mutex>
+#include <vector>
 
 namespace themis {
 
@@ -49,6 +53,9 @@ class BufferCache {
     size_t limit_;
     std::multimap<size_t, void *> free_; // released buffers, by size
     std::map<void *, size_t> size_of_;   // every buffer handed out, with its real size
+    // Nodes taken out of the maps above, for their next entries.
+    std::vector<std::multimap<size_t, void *>::node_type> free_nodes_;
+    std::vector<std::map<void *, size_t>::node_type> size_nodes_;
     size_t cached_bytes_ = 0;
     size_t outstanding_bytes_ = 0, peak_bytes_ = 0;
 

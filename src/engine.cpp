@@ -3,13 +3,15 @@
 
 #include <algorithm>
 
+#include "algorithms/registry.h"
+
 namespace themis {
 
 Engine::Engine(const Topology &topo, Transport &transport, Memory &memory, int max_active,
                uint64_t max_active_bytes)
     : topo_(topo), transport_(transport), memory_(memory), max_active_(std::max(1, max_active)),
       max_active_bytes_(max_active_bytes), op_counter_(topo.num_dims(), 0),
-      active_(topo.num_dims()), active_bytes_(topo.num_dims(), 0) {}
+      active_(topo.num_dims()), active_bytes_(topo.num_dims(), 0), spare_(algorithms().size()) {}
 
 int Engine::next_tag_base(int d) {
     // Every op owns `peers` consecutive tags (one per algorithm step); the window wraps
@@ -26,13 +28,38 @@ std::unique_ptr<Execution> Engine::start(std::shared_ptr<const Plan> plan, char 
     return exec;
 }
 
+void Engine::start(Execution &execution, std::shared_ptr<const Plan> plan, char *work,
+                   Reducer &reducer, const RunOptions &options) {
+    execution.start(std::move(plan), work, reducer, options);
+    progress();
+}
+
+std::unique_ptr<StageAlgorithm> Engine::stage_algorithm(Algorithm kind, const StageContext &ctx) {
+    auto &spare = spare_[size_t(kind)];
+    if (spare.empty()) return make_stage_algorithm(kind, ctx);
+    std::unique_ptr<StageAlgorithm> algorithm = std::move(spare.back());
+    spare.pop_back();
+    algorithm->restart(ctx);
+    return algorithm;
+}
+
+void Engine::keep(Active &active) {
+    active.algorithm->clear(); // its buffers go back now
+    spare_[size_t(active.kind)].push_back(std::move(active.algorithm));
+}
+
 void Engine::run(std::shared_ptr<const Plan> plan, char *work, Reducer &reducer,
                  const RunOptions &options) {
     wait(*start(std::move(plan), work, reducer, options));
 }
 
-void Engine::wait(Execution &execution) {
-    while (!execution.progress()) transport_.progress();
+void Engine::wait(Execution &execution, std::recursive_mutex *lock) {
+    for (;;) {
+        std::unique_lock<std::recursive_mutex> hold;
+        if (lock) hold = std::unique_lock<std::recursive_mutex>(*lock);
+        if (execution.progress()) return;
+        transport_.progress();
+    }
 }
 
 bool Engine::fits(int d, uint64_t bytes) const {
@@ -85,6 +112,7 @@ bool Engine::progress_active(int d) {
         active_bytes_[d] -= active[i].bytes;
         Execution *execution = active[i].execution;
         const int op = active[i].op;
+        keep(active[i]);
         active.erase(active.begin() + static_cast<long>(i));
         execution->finish(op);
         finished = true;
@@ -124,6 +152,7 @@ void Engine::forget(Execution *execution) {
                 continue;
             }
             active_bytes_[d] -= active[i].bytes;
+            keep(active[i]);
             active.erase(active.begin() + static_cast<long>(i));
         }
     }
@@ -131,36 +160,64 @@ void Engine::forget(Execution *execution) {
 
 Execution::Execution(Engine &engine, std::shared_ptr<const Plan> plan, char *work, Reducer &reducer,
                      const RunOptions &options)
-    : engine_(engine), plan_(std::move(plan)), work_(work), reducer_(reducer),
-      memory_(options.memory ? *options.memory : engine.memory()), hooks_(options.hooks),
-      next_(engine.topology().num_dims(), 0), op_done_(plan_->ops.size(), false),
-      tag_base_(plan_->ops.size(), 0), remaining_(plan_->ops.size()), trace_(options.trace),
-      t0_(std::chrono::steady_clock::now()) {
+    : engine_(engine) {
+    start(std::move(plan), work, reducer, options);
+}
+
+void Execution::start(std::shared_ptr<const Plan> plan, char *work, Reducer &reducer,
+                      const RunOptions &options) {
+    reset();
+    plan_ = std::move(plan);
+    work_ = work;
+    reducer_ = &reducer;
+    memory_ = options.memory ? options.memory : &engine_.memory();
+    hooks_ = options.hooks;
+    trace_ = options.trace;
+    t0_ = std::chrono::steady_clock::now();
+    // Every vector keeps its room from the last run: assign() allocates only to grow.
+    const size_t ops = plan_->ops.size();
+    next_.assign(size_t(engine_.topology().num_dims()), 0);
+    op_done_.assign(ops, false);
+    tag_base_.assign(ops, 0);
+    remaining_ = ops;
     // Tags are numbered in each dimension's issue order, identical on every rank.
     for (size_t d = 0; d < plan_->dim_queue.size(); ++d)
         for (int op : plan_->dim_queue[d]) tag_base_[op] = engine_.next_tag_base(int(d));
+    last_stage_.clear();
     if (hooks_) {
         // Ops are grouped by chunk, stages in order: a chunk's last op is its last stage.
-        const auto &ops = plan_->ops;
-        last_stage_.resize(ops.size());
-        for (size_t i = 0; i < ops.size(); ++i)
-            last_stage_[i] = i + 1 == ops.size() || ops[i + 1].chunk != ops[i].chunk;
+        const auto &all = plan_->ops;
+        last_stage_.resize(ops);
+        for (size_t i = 0; i < ops; ++i)
+            last_stage_[i] = i + 1 == ops || all[i + 1].chunk != all[i].chunk;
         hooks_->begin(*plan_);
     }
+    op_bytes_.clear();
     if (engine_.max_active_bytes() != 0) {
         // Counted once here: start_next asks about a waiting op on every progress().
-        op_bytes_.resize(plan_->ops.size());
-        for (size_t i = 0; i < op_bytes_.size(); ++i) op_bytes_[i] = plan_->ops[i].total_bytes();
+        op_bytes_.resize(ops);
+        for (size_t i = 0; i < ops; ++i) op_bytes_[i] = plan_->ops[i].total_bytes();
     }
+    timing_.clear();
     if (trace_) {
-        timing_.resize(plan_->ops.size());
-        for (size_t i = 0; i < timing_.size(); ++i)
+        timing_.resize(ops);
+        for (size_t i = 0; i < ops; ++i)
             timing_[i] = {{plan_->ops[i].chunk, plan_->ops[i].stage}, plan_->ops[i].dim, 0, 0, 0};
     }
-    if (remaining_ > 0) engine_.executions_.push_back(this);
+    if (remaining_ > 0) {
+        engine_.executions_.push_back(this);
+        queued_ = true;
+    }
 }
 
-Execution::~Execution() { engine_.forget(this); }
+void Execution::reset() {
+    if (queued_) engine_.forget(this);
+    queued_ = false;
+    remaining_ = 0;
+    plan_.reset();
+}
+
+Execution::~Execution() { reset(); }
 
 double Execution::now() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
@@ -175,16 +232,15 @@ Execution::Next Execution::start_next(int d, bool oldest) {
     if (op.previous >= 0 && !op_done_[op.previous]) return Next::ChunkWaits; // strictly in order
     if (!engine_.may_start(d, *this, oldest, bytes)) return Next::Blocked;   // slots or bytes
     if (hooks_ && !hooks_->ready(op)) return Next::Blocked; // its data is not in place yet
-    StageContext ctx{
-        engine_.transport(), reducer_, memory_, work_, op, engine_.topology().dim(d).peers,
-        tag_base_[op_index], hooks_};
+    const StageContext ctx(engine_.transport(), *reducer_, *memory_, work_, op,
+                           engine_.topology().dim(d).peers, tag_base_[op_index], hooks_);
     if (trace_) {
         // Ready when the chunk's previous stage ended here.
         timing_[op_index].ready = op.previous >= 0 ? timing_[op.previous].end : 0;
         timing_[op_index].start = now();
     }
-    engine_.active_[d].push_back(
-        {this, op_index, bytes, make_stage_algorithm(plan_->algorithms[d], ctx)});
+    const Algorithm kind = plan_->algorithms[d];
+    engine_.active_[d].push_back({this, op_index, bytes, kind, engine_.stage_algorithm(kind, ctx)});
     engine_.active_bytes_[d] += bytes;
     ++next_[d];
     return Next::Started;

@@ -36,6 +36,7 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "plan.h"
@@ -77,18 +78,32 @@ struct RunOptions {
 
 class Engine;
 
-// One collective in flight: progress() until it returns true. It joins its engine's
-// queues when constructed and leaves them when done or destroyed.
+// One collective in flight on an engine: progress() until it returns true. It joins its
+// engine's queues when started and leaves them when done, reset or destroyed. One object
+// runs one collective after another (start() again once done): the second and later runs
+// of a plan no larger than an earlier one allocate nothing.
 class Execution {
   public:
+    // Idle until start().
+    explicit Execution(Engine &engine) : engine_(engine) {}
+    // Starts at once.
     Execution(Engine &engine, std::shared_ptr<const Plan> plan, char *work, Reducer &reducer,
               const RunOptions &options = {});
     ~Execution();
     Execution(const Execution &) = delete;
     Execution &operator=(const Execution &) = delete;
+    // Runs `plan` over the work buffer, `reducer` applying the call's op; the previous run,
+    // if any, must be done (or reset). Makes no progress itself (Engine::start does).
+    void start(std::shared_ptr<const Plan> plan, char *work, Reducer &reducer,
+               const RunOptions &options = {});
     // Progresses every collective of the engine; true once this one is complete.
     bool progress();
     bool done() const { return remaining_ == 0; }
+    // Leaves the engine's queues (a run not complete is abandoned: its stages are dropped)
+    // and lets go of the plan; start() may run another.
+    void reset();
+    const Plan *plan() const { return plan_.get(); }
+    Engine &engine() const { return engine_; }
 
   private:
     friend class Engine;
@@ -103,17 +118,18 @@ class Execution {
 
     Engine &engine_;
     std::shared_ptr<const Plan> plan_;
-    char *work_;
-    Reducer &reducer_;
-    Memory &memory_;
-    ChunkHooks *hooks_;
+    char *work_ = nullptr;
+    Reducer *reducer_ = nullptr;
+    Memory *memory_ = nullptr;
+    ChunkHooks *hooks_ = nullptr;
     std::vector<bool> last_stage_;   // per op, with hooks: the chunk's last stage
     std::vector<size_t> next_;       // per dimension: next position in dim_queue
     std::vector<uint64_t> op_bytes_; // per op, its bytes; empty: no byte bound
     std::vector<bool> op_done_;
     std::vector<int> tag_base_; // per op
-    size_t remaining_;
-    std::vector<StageRun> *trace_;
+    size_t remaining_ = 0;
+    bool queued_ = false; // in the engine's list of executions
+    std::vector<StageRun> *trace_ = nullptr;
     std::chrono::steady_clock::time_point t0_;
     std::vector<StageRun> timing_; // per op, with a trace
 };
@@ -127,11 +143,16 @@ class Engine {
     // Starts a plan over the work buffer; `reducer` applies this call's op.
     std::unique_ptr<Execution> start(std::shared_ptr<const Plan> plan, char *work, Reducer &reducer,
                                      const RunOptions &options = {});
+    // Starts `execution` (idle, or done) on a plan, as above, without allocating it.
+    void start(Execution &execution, std::shared_ptr<const Plan> plan, char *work, Reducer &reducer,
+               const RunOptions &options = {});
     // Starts and drives a plan to completion.
     void run(std::shared_ptr<const Plan> plan, char *work, Reducer &reducer,
              const RunOptions &options = {});
-    // Drives a started execution to completion (and, meanwhile, every other one).
-    void wait(Execution &execution);
+    // Drives a started execution to completion (and, meanwhile, every other one): the one
+    // loop that waits for a collective, the MPI glue's blocking calls included. `lock`, if
+    // given, is held around each step (the engine's and its transport's), not between them.
+    void wait(Execution &execution, std::recursive_mutex *lock = nullptr);
     // Advances every execution in flight; safe to call from within itself (a transport
     // that polls a progress loop which comes back here): the inner call returns at once.
     void progress();
@@ -150,8 +171,13 @@ class Engine {
         Execution *execution;
         int op;
         uint64_t bytes; // counted against the byte bound (0 without one)
+        Algorithm kind;
         std::unique_ptr<StageAlgorithm> algorithm;
     };
+    // The stage algorithm for `ctx`: a finished one of its kind started over, or a new one.
+    std::unique_ptr<StageAlgorithm> stage_algorithm(Algorithm kind, const StageContext &ctx);
+    // Keeps a finished (or abandoned) stage algorithm for a later stage of its kind.
+    void keep(Active &active);
     // Tag base of the next op issued on dimension d.
     int next_tag_base(int d);
     // The first execution in start order that is not complete, or nullptr.
@@ -176,6 +202,9 @@ class Engine {
     std::vector<Execution *> executions_;     // in flight, in start order
     std::vector<std::vector<Active>> active_; // per dimension, all executions' stages
     std::vector<uint64_t> active_bytes_;      // per dimension, with a byte bound
+    // Per algorithm (enum order): finished stage algorithms, kept so that the stages of
+    // later ops and calls allocate nothing.
+    std::vector<std::vector<std::unique_ptr<StageAlgorithm>>> spare_;
     bool progressing_ = false;
 };
 

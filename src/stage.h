@@ -7,6 +7,10 @@
 // Reduce-Scatter data lands in a temporary buffer and is reduced into the work buffer when
 // it arrives. A transport that takes lists of segments on the op's dimension
 // (Transport::max_segments) gets the ranges as they are, and reduces into them itself.
+//
+// Nothing here allocates once warm: an algorithm object runs stage after stage
+// (StageAlgorithm::restart; the engine keeps finished ones for its next stages), and its
+// transfers live in lists that keep their room from one stage to the next.
 #pragma once
 
 #include <memory>
@@ -19,28 +23,50 @@ namespace themis {
 
 class ChunkHooks; // engine.h
 
-struct StageContext {
-    Transport &transport;
-    Reducer &reducer;
-    Memory &memory;
-    char *work; // the buffer the op's ranges refer to
-    const PlanOp &op;
-    int peers;                   // n_d
-    int tag_base;                // tags tag_base .. tag_base + peers - 1 belong to this op
-    ChunkHooks *hooks = nullptr; // set: the bytes are where hooks->locate() says, not in work
+// What one stage runs on. Pointers inside, so that an algorithm object can be given the
+// next stage's context (StageAlgorithm::restart).
+class StageContext {
+  public:
+    StageContext(Transport &transport, Reducer &reducer, Memory &memory, char *work,
+                 const PlanOp &op, int peers, int tag_base, ChunkHooks *hooks = nullptr)
+        : transport_(&transport), reducer_(&reducer), memory_(&memory), work_(work), op_(&op),
+          peers_(peers), tag_base_(tag_base), hooks_(hooks) {}
 
-    // Where the bytes of `range` (one of op.ranges) are.
+    Transport &transport() const { return *transport_; }
+    Reducer &reducer() const { return *reducer_; }
+    Memory &memory() const { return *memory_; }
+    const PlanOp &op() const { return *op_; }
+    int peers() const { return peers_; }         // n_d
+    int tag_base() const { return tag_base_; }   // tags tag_base .. tag_base + peers - 1
+    ChunkHooks *hooks() const { return hooks_; } // set: bytes are where hooks->locate() says
+    // Where the bytes of `range` (one of op().ranges) are: in the work buffer the op's
+    // ranges refer to, or where the hooks say.
     char *at(const ByteRange &range) const;
+
+  private:
+    Transport *transport_;
+    Reducer *reducer_;
+    Memory *memory_;
+    char *work_;
+    const PlanOp *op_;
+    int peers_;
+    int tag_base_;
+    ChunkHooks *hooks_;
 };
 
-// One message of a stage: a span of blocks sent to, or received from, one peer.
+// One message of a stage: a span of blocks sent to, or received from, one peer. Its
+// temporary buffer (if any) goes back once it is done.
 class Transfer {
   public:
     enum class Kind { Send, ReceiveCopy, ReceiveReduce };
-    Transfer(StageContext &ctx, Kind kind, int peer, int lo, int hi, int tag);
+    // Starts the message; `ctx` must outlive the transfer.
+    Transfer(const StageContext &ctx, Kind kind, int peer, int lo, int hi, int tag);
     ~Transfer();
+    // Moved only while its list grows (before it has room for a stage's transfers).
+    Transfer(Transfer &&other) noexcept;
     Transfer(const Transfer &) = delete;
     Transfer &operator=(const Transfer &) = delete;
+    Transfer &operator=(Transfer &&) = delete;
 
     // True once the message has completed and its data is in place.
     bool done();
@@ -48,8 +74,9 @@ class Transfer {
   private:
     void start_vectored(int peer, int tag);
     void finish();
+    void release_temp();
 
-    StageContext &ctx_;
+    const StageContext *ctx_;
     Kind kind_;
     const ByteRange *ranges_;
     size_t count_;
@@ -59,24 +86,48 @@ class Transfer {
     bool done_ = false;
 };
 
-// A per-dimension algorithm running one stage: a small state machine.
+// A per-dimension algorithm running one stage at a time: a small state machine.
 class StageAlgorithm {
   public:
-    explicit StageAlgorithm(StageContext ctx) : ctx_(ctx) {}
+    explicit StageAlgorithm(const StageContext &ctx) : ctx_(ctx) {}
     virtual ~StageAlgorithm() = default;
+    StageAlgorithm(const StageAlgorithm &) = delete;
+    StageAlgorithm &operator=(const StageAlgorithm &) = delete;
     // Advances the stage; true once it is complete.
     virtual bool progress() = 0;
+    // Lets go of the stage's transfers (once complete, or abandoned).
+    void clear() {
+        receives_.clear();
+        sends_.clear();
+    }
+    // Runs the stage `ctx` from its start, as a new object of the same algorithm would.
+    void restart(const StageContext &ctx) {
+        clear();
+        ctx_ = ctx;
+        reset();
+    }
 
   protected:
-    int me() const { return ctx_.op.my_block; }
-    int n() const { return ctx_.peers; }
+    // Puts the algorithm's own state back to the start of a stage over ctx_.
+    virtual void reset() = 0;
+    int me() const { return ctx_.op().my_block; }
+    int n() const { return ctx_.peers(); }
     int wrap(int j) const { return ((j % n()) + n()) % n(); }
-    std::unique_ptr<Transfer> send(int peer, int lo, int hi, int step);
-    std::unique_ptr<Transfer> receive(int peer, int lo, int hi, int step);
+    bool reduce_scatter() const { return ctx_.op().phase == Phase::ReduceScatter; }
+    // Starts a send (receive) of blocks [lo, hi) with the peer, on the step's tag, at the
+    // end of sends_ (receives_).
+    void send(int peer, int lo, int hi, int step);
+    void receive(int peer, int lo, int hi, int step);
     // True when every transfer in the list is done.
-    static bool all_done(std::vector<std::unique_ptr<Transfer>> &transfers);
+    static bool all_done(std::vector<Transfer> &transfers);
+    // True when every transfer of both lists is done (each one asked, receives first).
+    bool step_done() {
+        const bool received = all_done(receives_);
+        return all_done(sends_) && received;
+    }
 
     StageContext ctx_;
+    std::vector<Transfer> receives_, sends_; // the step's (or the stage's) messages
 };
 
 // The algorithms and their factory: algorithms/registry.h.

@@ -9,7 +9,7 @@
 //
 //   RS, n = 4, me = 1:  mask 2: keep b0-b1, send b2-b3 to peer 3
 //                       mask 1: keep b1,    send b0    to peer 0
-#include <vector>
+#include <algorithm>
 
 #include "../stage.h"
 
@@ -19,15 +19,14 @@ namespace {
 
 class HalvingDoubling : public StageAlgorithm {
   public:
-    explicit HalvingDoubling(StageContext ctx)
-        : StageAlgorithm(ctx), rs_(ctx.op.phase == Phase::ReduceScatter), mask_(rs_ ? n() / 2 : 1),
-          lo_(rs_ ? 0 : me()), hi_(rs_ ? n() : me() + 1) {}
+    explicit HalvingDoubling(const StageContext &ctx) : StageAlgorithm(ctx) { reset(); }
 
     bool progress() override {
         while (rs_ ? mask_ >= 1 : mask_ < n()) {
-            if (transfers_.empty()) start_step();
-            if (!all_done(transfers_)) return false;
-            transfers_.clear();
+            if (!started_) start_step();
+            if (!step_done()) return false;
+            clear();
+            started_ = false;
             if (rs_) { // we now hold only the kept half
                 lo_ = keep_lo_;
                 hi_ = keep_lo_ + mask_;
@@ -43,30 +42,40 @@ class HalvingDoubling : public StageAlgorithm {
     }
 
   private:
+    void reset() override {
+        rs_ = reduce_scatter();
+        mask_ = rs_ ? n() / 2 : 1;
+        lo_ = rs_ ? 0 : me();
+        hi_ = rs_ ? n() : me() + 1;
+        keep_lo_ = peer_lo_ = step_ = 0;
+        started_ = false;
+    }
+
     void start_step() {
+        started_ = true;
         const int peer = me() ^ mask_;
         if (rs_) {
             const int mid = lo_ + mask_;
             keep_lo_ = (me() & mask_) ? mid : lo_;
             const int give_lo = (me() & mask_) ? lo_ : mid;
-            transfers_.push_back(receive(peer, keep_lo_, keep_lo_ + mask_, step_));
-            transfers_.push_back(send(peer, give_lo, give_lo + mask_, step_));
+            receive(peer, keep_lo_, keep_lo_ + mask_, step_);
+            send(peer, give_lo, give_lo + mask_, step_);
         } else {
             peer_lo_ = peer & ~(mask_ - 1);
-            transfers_.push_back(receive(peer, peer_lo_, peer_lo_ + mask_, step_));
-            transfers_.push_back(send(peer, lo_, hi_, step_));
+            receive(peer, peer_lo_, peer_lo_ + mask_, step_);
+            send(peer, lo_, hi_, step_);
         }
     }
 
-    const bool rs_;
-    int mask_, lo_, hi_;
+    bool rs_ = false;
+    int mask_ = 0, lo_ = 0, hi_ = 0;
     int keep_lo_ = 0, peer_lo_ = 0, step_ = 0;
-    std::vector<std::unique_ptr<Transfer>> transfers_;
+    bool started_ = false;
 };
 
 } // namespace
 
-std::unique_ptr<StageAlgorithm> make_halving_doubling(StageContext ctx) {
+std::unique_ptr<StageAlgorithm> make_halving_doubling(const StageContext &ctx) {
     return std::make_unique<HalvingDoubling>(ctx);
 }
 

@@ -6,9 +6,9 @@
 namespace themis {
 
 // The factories, each defined in its algorithm's file.
-std::unique_ptr<StageAlgorithm> make_ring(StageContext ctx);
-std::unique_ptr<StageAlgorithm> make_halving_doubling(StageContext ctx);
-std::unique_ptr<StageAlgorithm> make_direct(StageContext ctx);
+std::unique_ptr<StageAlgorithm> make_ring(const StageContext &ctx);
+std::unique_ptr<StageAlgorithm> make_halving_doubling(const StageContext &ctx);
+std::unique_ptr<StageAlgorithm> make_direct(const StageContext &ctx);
 
 namespace {
 
@@ -82,7 +82,7 @@ std::string algorithm_choices() {
     return text;
 }
 
-std::unique_ptr<StageAlgorithm> make_stage_algorithm(Algorithm algorithm, StageContext ctx) {
+std::unique_ptr<StageAlgorithm> make_stage_algorithm(Algorithm algorithm, const StageContext &ctx) {
     return algorithm_info(algorithm).make(ctx);
 }
 

@@ -17,7 +17,7 @@
 
 namespace themis {
 
-struct StageContext;  // stage.h
+class StageContext;   // stage.h
 class StageAlgorithm; // stage.h
 
 // How one Reduce-Scatter or All-Gather stage runs on a dimension: one value per row of the
@@ -38,7 +38,7 @@ struct AlgorithmInfo {
     bool (*accepts)(int peers);       // whether it runs on a dimension of `peers`
     std::string needs;                // what accepts() asks for, in messages ("" when any)
     StepPeers (*step_peers)(int me, int peers);
-    std::unique_ptr<StageAlgorithm> (*make)(StageContext ctx);
+    std::unique_ptr<StageAlgorithm> (*make)(const StageContext &ctx);
 };
 
 // Every row, in enum order.
@@ -54,6 +54,6 @@ std::optional<Algorithm> find_algorithm(const std::string &text);
 std::string algorithm_choices();
 
 // Creates the stage the algorithm runs (the row's factory).
-std::unique_ptr<StageAlgorithm> make_stage_algorithm(Algorithm algorithm, StageContext ctx);
+std::unique_ptr<StageAlgorithm> make_stage_algorithm(Algorithm algorithm, const StageContext &ctx);
 
 } // namespace themis

@@ -8,8 +8,6 @@
 //   step    0        1        2          (n = 4, me = 0; RS)
 //   send    b3       b2       b1
 //   recv    b2 +=    b1 +=    b0 +=  ->  b0 complete
-#include <vector>
-
 #include "../stage.h"
 
 namespace themis {
@@ -22,29 +20,37 @@ class Ring : public StageAlgorithm {
 
     bool progress() override {
         while (step_ < n() - 1) {
-            if (transfers_.empty()) start_step();
-            if (!all_done(transfers_)) return false;
-            transfers_.clear();
+            if (!started_) start_step();
+            if (!step_done()) return false;
+            clear();
+            started_ = false;
             ++step_;
         }
         return true;
     }
 
   private:
+    void reset() override {
+        step_ = 0;
+        started_ = false;
+    }
+
     void start_step() {
-        const bool rs = ctx_.op.phase == Phase::ReduceScatter;
-        const int out = wrap(rs ? me() - step_ - 1 : me() - step_);
+        started_ = true;
+        const int out = wrap(reduce_scatter() ? me() - step_ - 1 : me() - step_);
         const int in = wrap(out - 1);
-        transfers_.push_back(receive(wrap(me() - 1), in, in + 1, step_));
-        transfers_.push_back(send(wrap(me() + 1), out, out + 1, step_));
+        receive(wrap(me() - 1), in, in + 1, step_);
+        send(wrap(me() + 1), out, out + 1, step_);
     }
 
     int step_ = 0;
-    std::vector<std::unique_ptr<Transfer>> transfers_;
+    bool started_ = false;
 };
 
 } // namespace
 
-std::unique_ptr<StageAlgorithm> make_ring(StageContext ctx) { return std::make_unique<Ring>(ctx); }
+std::unique_ptr<StageAlgorithm> make_ring(const StageContext &ctx) {
+    return std::make_unique<Ring>(ctx);
+}
 
 } // namespace themis

@@ -51,15 +51,15 @@ size_t total(const Segment *segments, size_t count) {
     return n;
 }
 
-// A position in a list of segments, read or written as one stream of bytes.
+// A position in a list of segments (kept elsewhere), read or written as one stream of bytes.
 class Cursor {
   public:
-    explicit Cursor(std::vector<iovec> segments) : segments_(std::move(segments)) {}
+    Cursor(const iovec *segments, size_t count) : segments_(segments), count_(count) {}
     // The iovecs of the next `bytes` from here (they must exist), without moving.
     void next(size_t bytes, std::vector<iovec> &out) const {
         out.clear();
         size_t off = offset_;
-        for (size_t i = index_; bytes > 0 && i < segments_.size(); ++i, off = 0) {
+        for (size_t i = index_; bytes > 0 && i < count_; ++i, off = 0) {
             const size_t n = std::min(bytes, segments_[i].iov_len - off);
             out.push_back(iovec{static_cast<char *>(segments_[i].iov_base) + off, n});
             bytes -= n;
@@ -79,14 +79,16 @@ class Cursor {
     }
 
   private:
-    std::vector<iovec> segments_;
+    const iovec *segments_;
+    size_t count_;
     size_t index_ = 0, offset_ = 0;
 };
 
 // Reads the next `bytes` of process `pid`'s stream `remote` into the local stream `local`;
-// the kernel may move less than asked per call.
-void read_stream(int pid, Cursor &local, Cursor &remote, size_t bytes) {
-    std::vector<iovec> lv, rv;
+// the kernel may move less than asked per call. `lv` and `rv`: room for the iovecs of one
+// call.
+void read_stream(int pid, Cursor &local, Cursor &remote, size_t bytes, std::vector<iovec> &lv,
+                 std::vector<iovec> &rv) {
     while (bytes > 0) {
         local.next(bytes, lv);
         remote.next(bytes, rv);
@@ -103,18 +105,12 @@ void read_stream(int pid, Cursor &local, Cursor &remote, size_t bytes) {
     }
 }
 
-std::vector<iovec> iovecs(const Segment *segments, size_t count) {
-    std::vector<iovec> v;
-    for (size_t i = 0; i < count; ++i) v.push_back(iovec{segments[i].data, segments[i].bytes});
-    return v;
-}
-
 } // namespace
 
 struct CmaTransport::Req {
-    enum Kind { Send, Receive } kind;
-    int dim, peer, tag;
-    std::vector<Segment> segments;
+    enum Kind { Send, Receive } kind = Send;
+    int dim = 0, peer = 0, tag = 0;
+    std::vector<Segment> segments; // a receive's; keeps its room while the Req is kept
     size_t bytes = 0;
     Reducer *reducer = nullptr;
     Request inner = nullptr; // not a node dimension: the wrapped transport's request
@@ -125,6 +121,28 @@ CmaTransport::CmaTransport(Transport &base, std::vector<bool> node_dims)
     : base_(base), node_dims_(std::move(node_dims)), channels_(base, kMagic),
       scratch_(kPieceBytes) {}
 
+CmaTransport::Req *CmaTransport::new_req(int kind, int dim, int peer, int tag, size_t bytes) {
+    std::unique_ptr<Req> r;
+    if (spare_.empty()) {
+        r = std::make_unique<Req>();
+    } else {
+        r = std::move(spare_.back());
+        spare_.pop_back();
+    }
+    r->kind = static_cast<Req::Kind>(kind);
+    r->dim = dim;
+    r->peer = peer;
+    r->tag = tag;
+    r->segments.clear();
+    r->bytes = bytes;
+    r->reducer = nullptr;
+    r->inner = nullptr;
+    r->complete = false;
+    return r.release();
+}
+
+void CmaTransport::recycle(Req *r) { spare_.emplace_back(r); }
+
 CmaTransport::~CmaTransport() = default;
 
 size_t CmaTransport::inline_bytes() { return kInlineBytes; }
@@ -134,17 +152,23 @@ size_t CmaTransport::max_segments(int dim) const {
 }
 
 Transport::Request CmaTransport::isend(int dim, int peer, const void *buf, size_t bytes, int tag) {
-    if (!node_dims_[size_t(dim)])
-        return new Req{Req::Send, dim,   peer,    tag,
-                       {},        bytes, nullptr, base_.isend(dim, peer, buf, bytes, tag)};
+    if (!node_dims_[size_t(dim)]) {
+        Request inner = base_.isend(dim, peer, buf, bytes, tag);
+        Req *r = new_req(Req::Send, dim, peer, tag, bytes);
+        r->inner = inner;
+        return r;
+    }
     const Segment one{static_cast<char *>(const_cast<void *>(buf)), bytes};
     return isendv(dim, peer, &one, 1, tag);
 }
 
 Transport::Request CmaTransport::irecv(int dim, int peer, void *buf, size_t bytes, int tag) {
-    if (!node_dims_[size_t(dim)])
-        return new Req{Req::Receive, dim,   peer,    tag,
-                       {},           bytes, nullptr, base_.irecv(dim, peer, buf, bytes, tag)};
+    if (!node_dims_[size_t(dim)]) {
+        Request inner = base_.irecv(dim, peer, buf, bytes, tag);
+        Req *r = new_req(Req::Receive, dim, peer, tag, bytes);
+        r->inner = inner;
+        return r;
+    }
     const Segment one{static_cast<char *>(buf), bytes};
     return irecvv(dim, peer, &one, 1, tag, nullptr);
 }
@@ -154,7 +178,8 @@ Transport::Request CmaTransport::isendv(int dim, int peer, const Segment *segmen
     if (!node_dims_[size_t(dim)]) return base_.isendv(dim, peer, segments, count, tag);
     if (count > kMaxSegments) throw std::logic_error("cma: more segments than a message takes");
     const size_t bytes = total(segments, count);
-    std::vector<char> message(sizeof(Header));
+    std::vector<char> &message = out_;
+    message.resize(sizeof(Header));
     if (bytes <= kInlineBytes) { // the data itself, in the control message
         const Header h = header(kInline, bytes);
         std::memcpy(message.data(), &h, sizeof h);
@@ -173,7 +198,7 @@ Transport::Request CmaTransport::isendv(int dim, int peer, const Segment *segmen
         channels_.expect(dim, peer, tag);
     }
     channels_.post(dim, peer, tag, message.data(), message.size());
-    Req *r = new Req{Req::Send, dim, peer, tag, {}, bytes, nullptr, nullptr};
+    Req *r = new_req(Req::Send, dim, peer, tag, bytes);
     r->complete = bytes <= kInlineBytes;
     return r;
 }
@@ -182,14 +207,10 @@ Transport::Request CmaTransport::irecvv(int dim, int peer, const Segment *segmen
                                         int tag, Reducer *reducer) {
     if (!node_dims_[size_t(dim)]) return base_.irecvv(dim, peer, segments, count, tag, reducer);
     channels_.expect(dim, peer, tag);
-    return new Req{Req::Receive,
-                   dim,
-                   peer,
-                   tag,
-                   std::vector<Segment>(segments, segments + count),
-                   total(segments, count),
-                   reducer,
-                   nullptr};
+    Req *r = new_req(Req::Receive, dim, peer, tag, total(segments, count));
+    r->segments.assign(segments, segments + count);
+    r->reducer = reducer;
+    return r;
 }
 
 bool CmaTransport::test(Request req) {
@@ -199,10 +220,10 @@ bool CmaTransport::test(Request req) {
     try {
         done = advance(*r);
     } catch (...) { // failed: released like a completed one, as the other transports do
-        delete r;
+        recycle(r);
         throw;
     }
-    if (done) delete r;
+    if (done) recycle(r);
     return done;
 }
 
@@ -215,7 +236,7 @@ bool CmaTransport::advance(Req &r) {
     if (r.inner) return base_.test(r.inner);
     if (r.complete) return true;
     if (r.kind == Req::Receive) return receive(r);
-    std::vector<char> done;
+    std::vector<char> &done = in_;
     if (!channels_.take(r.dim, r.peer, r.tag, kDone, done)) return false;
     Header h;
     std::memcpy(&h, done.data(), sizeof h);
@@ -227,7 +248,7 @@ bool CmaTransport::advance(Req &r) {
 // The sender's message has arrived: its bytes inline, or where to read them.
 bool CmaTransport::receive(Req &r) {
     const bool inline_data = r.bytes <= kInlineBytes;
-    std::vector<char> message;
+    std::vector<char> &message = in_;
     if (!channels_.take(r.dim, r.peer, r.tag, inline_data ? kInline : kReady, message))
         return false;
     Header h;
@@ -257,16 +278,18 @@ void CmaTransport::read_peer(const Req &r, const std::vector<char> &ready) {
     try {
         if (h.bytes != r.bytes || h.count > kMaxSegments)
             throw std::runtime_error("cma: message size differs from the peer's");
-        std::vector<iovec> theirs(h.count);
+        theirs_.resize(h.count);
         for (size_t i = 0; i < h.count; ++i) {
             WireSegment w;
             std::memcpy(&w, ready.data() + sizeof(Header) + i * sizeof w, sizeof w);
-            theirs[i] = iovec{reinterpret_cast<void *>(uintptr_t(w.address)), size_t(w.bytes)};
+            theirs_[i] = iovec{reinterpret_cast<void *>(uintptr_t(w.address)), size_t(w.bytes)};
         }
-        Cursor remote(std::move(theirs));
+        Cursor remote(theirs_.data(), theirs_.size());
         if (!r.reducer) {
-            Cursor local(iovecs(r.segments.data(), r.segments.size()));
-            read_stream(h.pid, local, remote, r.bytes);
+            mine_.clear();
+            for (const Segment &s : r.segments) mine_.push_back(iovec{s.data, s.bytes});
+            Cursor local(mine_.data(), mine_.size());
+            read_stream(h.pid, local, remote, r.bytes, lv_, rv_);
         } else {
             const size_t element = r.reducer->element_bytes();
             const size_t piece = std::max(element, kPieceBytes / element * element);
@@ -274,8 +297,9 @@ void CmaTransport::read_peer(const Req &r, const std::vector<char> &ready) {
             for (const Segment &s : r.segments)
                 for (size_t off = 0; off < s.bytes; off += piece) {
                     const size_t n = std::min(piece, s.bytes - off);
-                    Cursor local({iovec{scratch_.data(), n}});
-                    read_stream(h.pid, local, remote, n);
+                    const iovec into{scratch_.data(), n};
+                    Cursor local(&into, 1);
+                    read_stream(h.pid, local, remote, n, lv_, rv_);
                     r.reducer->reduce(s.data + off, scratch_.data(), n);
                 }
         }

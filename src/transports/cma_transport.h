@@ -24,6 +24,8 @@
 // process having allowed it (allow_peer_reads); cma_probe checks both at set-up.
 #pragma once
 
+#include <sys/uio.h>
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -54,6 +56,9 @@ class CmaTransport : public Transport {
 
   private:
     struct Req;
+    // A message's request, from the kept ones if any; back to them once complete.
+    Req *new_req(int kind, int dim, int peer, int tag, size_t bytes);
+    void recycle(Req *r);
     bool advance(Req &r);
     bool receive(Req &r);
     void read_peer(const Req &r, const std::vector<char> &ready);
@@ -62,6 +67,12 @@ class CmaTransport : public Transport {
     std::vector<bool> node_dims_;
     ControlChannels channels_;
     std::vector<char> scratch_; // reduction pieces
+    // Kept from message to message, so that repeated calls allocate nothing: the requests
+    // of completed messages, the control message going out and the one taken in, the
+    // segments read (theirs, mine) and one read's iovecs.
+    std::vector<std::unique_ptr<Req>> spare_;
+    std::vector<char> out_, in_;
+    std::vector<iovec> theirs_, mine_, lv_, rv_;
 };
 
 // Lets processes of this user read this one's memory where Yama's ptrace_scope would

@@ -10,12 +10,13 @@
 //
 // Every control message starts with a ControlHeader and is at most kControlBytes long, so
 // it never needs the wrapped transport to cut it into parts (its smallest part is 1 KiB).
+//
+// Buffers and channels are kept for reuse: once as many are in use as a call needs, the
+// exchanges of repeated calls allocate nothing.
 #pragma once
 
 #include <cstdint>
-#include <list>
-#include <map>
-#include <tuple>
+#include <memory>
 #include <vector>
 
 #include "transport.h"
@@ -40,8 +41,9 @@ class ControlChannels {
 
     // Posts the receive of one control message from (dim, peer, tag).
     void expect(int dim, int peer, int tag);
-    // True, and the message in `out`, once a control message of `kind` has arrived from
-    // (dim, peer, tag) (one expect() each). Throws on a message of another protocol.
+    // True, and the message in `out` (its earlier contents dropped), once a control message
+    // of `kind` has arrived from (dim, peer, tag) (one expect() each). Throws on a message of
+    // another protocol.
     bool take(int dim, int peer, int tag, uint32_t kind, std::vector<char> &out);
     // Sends `bytes` (<= kControlBytes, a ControlHeader first) to (dim, peer, tag); the
     // bytes are copied, the send completes on its own.
@@ -50,24 +52,30 @@ class ControlChannels {
     bool progress();
 
   private:
-    struct Slot {
-        std::vector<char> message;
+    using Buffer = std::vector<char>;
+    struct Posted {
+        Buffer message;
         Transport::Request request;
     };
-    using Key = std::tuple<int, int, int>; // dim, peer, tag
+    // The control messages of one (dim, peer, tag): receives posted, in posting order, and
+    // messages arrived, in arrival order; free (in_use false) once both are empty.
     struct Channel {
-        std::list<Slot> posted;                                   // in posting order
-        std::map<uint32_t, std::list<std::vector<char>>> arrived; // by kind
+        int dim = 0, peer = 0, tag = 0;
+        bool in_use = false;
+        std::vector<Posted> posted;
+        std::vector<Buffer> arrived;
     };
-    struct Outgoing {
-        std::vector<char> message;
-        Transport::Request request;
-    };
+    // The channel of (dim, peer, tag), or nullptr; made (from a free one) when `make`.
+    Channel *channel(int dim, int peer, int tag, bool make);
+    // A buffer of kControlBytes from the pool, or new; back into the pool.
+    Buffer buffer();
+    void recycle(Buffer &&buffer);
 
     Transport &base_;
     uint32_t magic_;
-    std::map<Key, Channel> channels_;
-    std::list<Outgoing> outgoing_;
+    std::vector<std::unique_ptr<Channel>> channels_;
+    std::vector<Posted> outgoing_;
+    std::vector<Buffer> spare_;
 };
 
 } // namespace themis

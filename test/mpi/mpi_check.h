@@ -27,7 +27,7 @@ typedef struct {
     int large, many, cycles, big, max_report, verbose;
     int nonblocking; /* the four collectives as MPI_I...: started, then MPI_Test polled */
     int free_early;  /* persistent: the op and datatypes freed right after the init calls */
-    unsigned info_via; /* 1: MPI_Comm_dup_with_info, 2: MPI_Comm_set_info */
+    unsigned info_via; /* 1: MPI_Comm_dup_with_info, 2: MPI_Comm_set_info, 4: set_info late */
     const char *info_key, *info_value; /* --info-policy / --info-transport */
     const char *types; /* NULL = every type of the table */
     uint64_t seed;

@@ -341,6 +341,27 @@ void family_quirks(void)
     comm_info_free(&plain);
 }
 
+/* --info-via late: a plain dup used first (chk_late_before: set up, its settings resolved),
+ * then given the key by MPI_Comm_set_info and renamed chk_late_<value> before it is used
+ * again: themis's lines name the communicator as it is called when they are printed, so
+ * the runner sees which calls ran before the key and which after (the policy at verbose
+ * 5: themis resolves its settings at set-up and again after MPI_Comm_set_info). */
+static void info_set_late(MPI_Info info)
+{
+    MPI_Comm d;
+    MPI_Comm_dup(MPI_COMM_WORLD, &d);
+    comm_info c;
+    comm_info_init(&c, d, "chk_late_before");
+    run_four(&c, "MPI_DOUBLE", K_SUM, opt.inplace_lo);
+    MPI_Comm_set_info(d, info);
+    char name[64];
+    snprintf(name, sizeof name, "chk_late_%s", opt.info_value);
+    comm_info_init(&c, d, name);
+    run_four(&c, "MPI_DOUBLE", K_SUM, opt.inplace_lo);
+    run_four(&c, "MPI_INT", K_SUM, opt.inplace_hi);
+    comm_info_free(&c);
+}
+
 /* --info-policy P (--info-transport T, --info-node-transport T): the MPI_Info key
  * themis_policy=P (themis_transport=T, themis_node_transport=T) given to MPI_Comm_dup_with_info (chk_info_P) and to
  * MPI_Comm_set_info on a plain dup (chk_setinfo_P), as --info-via says. The key must be
@@ -366,6 +387,7 @@ void family_info(void)
         snprintf(name, sizeof name, "chk_setinfo_%s", opt.info_value);
         comm_info_init(&cs[n++], d, name);
     }
+    if (opt.info_via & 4) info_set_late(info);
     MPI_Info_free(&info);
     for (int i = 0; i < n; i++) {
         check_t ck;

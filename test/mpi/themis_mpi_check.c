@@ -105,7 +105,9 @@ static void usage(void)
         "                      chk_setinfo_P (MPI_Comm_set_info)\n"
         "  --info-transport T  the same with the key themis_transport=T (chk_info_T, ...)\n"
         "  --info-node-transport T  the same with the key themis_node_transport=T\n"
-        "  --info-via LIST     dup,set or both (default): which of the two\n"
+        "  --info-via LIST     dup,set or both (default): which of the two; late: a plain\n"
+        "                      dup used (chk_late_before), then given the key by\n"
+        "                      MPI_Comm_set_info and used again (chk_late_P)\n"
         "  --big[=LIST]        only the > 2^31-byte test, for LIST collectives "
         "(default allreduce)\n"
         "  --seed N  --max-report N  --verbose N (0 quiet, 1 default, 2 every case)\n");
@@ -205,9 +207,9 @@ static bool parse_options(int argc, char **argv)
         case O_INFONODE: opt.info_key = "themis_node_transport", opt.info_value = optarg; break;
         case O_TYPES: opt.types = optarg; break;
         case O_INFOVIA: {
-            static const char *const via[] = {"dup", "set"};
+            static const char *const via[] = {"dup", "set", "late"};
             opt.info_via =
-                strcmp(optarg, "both") ? parse_list(optarg, via, 2, "--info-via", &ok) : 3;
+                strcmp(optarg, "both") ? parse_list(optarg, via, 3, "--info-via", &ok) : 3;
             break;
         }
         case O_BIG:

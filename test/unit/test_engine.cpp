@@ -552,6 +552,46 @@ TEST(EngineSequence, ManyCollectivesInARowOnTheSameEngines) {
     }
 }
 
+// One Execution per rank runs call after call (Engine::start on it, as the MPI glue's kept
+// calls do): larger and smaller plans, every algorithm, each call's results exact and
+// nothing left behind; its stages run on algorithm objects the engine kept from earlier ones.
+TEST(EngineSequence, OneExecutionPerRankRunsCallAfterCall) {
+    for (const char *spec : {"2x2x2:alg=direct,hd,ring", "3x2"}) {
+        Topology t = parse_topology(spec);
+        Config c;
+        c.k = 2;
+        c.max_active_bytes = 4096;
+        World w(t, c);
+        const int n = w.size();
+        std::vector<std::unique_ptr<Execution>> execs;
+        for (int r = 0; r < n; ++r) execs.push_back(std::make_unique<Execution>(*w.engines[r]));
+        SumReducer<int64_t> sum;
+        for (uint64_t count : {uint64_t(1000), uint64_t(7), uint64_t(100003), uint64_t(1000)}) {
+            std::vector<std::vector<int64_t>> buf(n, std::vector<int64_t>(count));
+            for (int r = 0; r < n; ++r) {
+                for (uint64_t e = 0; e < count; ++e) buf[r][e] = ival(r, e);
+                w.engines[r]->start(*execs[r], w.plan(Collective::AllReduce, {count}, 8, r),
+                                    reinterpret_cast<char *>(buf[r].data()), sum);
+            }
+            ASSERT_TRUE(drive(execs)) << spec << " count " << count;
+            for (uint64_t e = 0; e < count; ++e) {
+                int64_t want = 0;
+                for (int q = 0; q < n; ++q) want += ival(q, e);
+                for (int r = 0; r < n; ++r)
+                    ASSERT_EQ(buf[r][e], want) << spec << " count " << count << " rank " << r;
+            }
+            ASSERT_TRUE(w.clean()) << spec << " count " << count;
+        }
+        // Reset: idle again, off the queues; another call may follow.
+        for (auto &e : execs) {
+            e->reset();
+            EXPECT_TRUE(e->done());
+            EXPECT_EQ(e->plan(), nullptr);
+        }
+        for (auto &engine : w.engines) EXPECT_EQ(engine->in_flight(), 0u);
+    }
+}
+
 TEST(EngineSequence, TwoCollectivesInFlightAtOnce) {
     // Both started on every rank in the same order, then progressed together: odd ranks
     // progress the second before the first, so only distinct tags keep them apart.

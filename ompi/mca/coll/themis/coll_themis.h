@@ -207,6 +207,11 @@ mca_coll_themis_module_t *mca_coll_themis_fallback_new(struct ompi_communicator_
 /* coll_themis_context.cpp: releases the C++ state of a communicator. */
 void mca_coll_themis_context_free(struct themis_context *context);
 
+/* coll_themis_context.cpp: a themis info key was given a value on some communicator
+ * (MPI_Comm_set_info, or a communicator's creation): every set-up communicator resolves
+ * its settings again on its next call. */
+void mca_coll_themis_info_changed(void);
+
 /* coll_themis_setup_task.cpp: stops advancing set-ups (component close). */
 void mca_coll_themis_setup_finalize(void);
 

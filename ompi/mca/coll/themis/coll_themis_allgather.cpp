@@ -22,8 +22,8 @@ const char *unsupported_layout(ompi_datatype_t *rdtype, size_t elements) {
     return nullptr;
 }
 
-Prepared prepare_allgather(Context &ctx, const void *sbuf, int scount, ompi_datatype_t *sdtype,
-                           void *rbuf, int rcount, ompi_datatype_t *rdtype) {
+void prepare_allgather(Context &ctx, const void *sbuf, int scount, ompi_datatype_t *sdtype,
+                       void *rbuf, int rcount, ompi_datatype_t *rdtype, Call &call) {
     const RankLayout &layout = ctx.layout();
     const int n = static_cast<int>(layout.rank_at.size());
     const uint64_t block = element_extent(rdtype) * static_cast<uint64_t>(rcount);
@@ -33,14 +33,14 @@ Prepared prepare_allgather(Context &ctx, const void *sbuf, int scount, ompi_data
         int rc = ompi_datatype_sndrcv(sbuf, scount, sdtype, mine, rcount, rdtype);
         if (rc != OMPI_SUCCESS) throw std::runtime_error("copying the send buffer failed");
     }
-    std::vector<uint64_t> displs(n);
-    for (int p = 0; p < n; ++p) displs[p] = static_cast<uint64_t>(layout.rank_at[p]) * block;
-    Prepared p;
-    p.request = ctx.request(Collective::AllGather, 1, std::vector<uint64_t>(n, block));
-    p.request.block_displs = displs;
-    p.work = static_cast<char *>(rbuf);
-    p.reducer = std::make_unique<NoReducer>();
-    return p;
+    PlanRequest &req = call.request;
+    ctx.plan_request(req, Collective::AllGather, 1);
+    req.block_counts.assign(size_t(n), block);
+    req.block_displs.resize(size_t(n));
+    for (int p = 0; p < n; ++p)
+        req.block_displs[p] = static_cast<uint64_t>(layout.rank_at[p]) * block;
+    call.work = static_cast<char *>(rbuf);
+    call.reduce_nothing();
 }
 
 #if THEMIS_HAVE_CUDA
@@ -68,9 +68,8 @@ void place_contribution(const void *sbuf, int scount, ompi_datatype_t *sdtype, c
 }
 
 // MPI_Allgather with a device buffer (coll_themis_cuda.h).
-Prepared prepare_allgather_device(Context &ctx, const void *sbuf, int scount,
-                                  ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                                  ompi_datatype_t *rdtype) {
+void prepare_allgather_device(Context &ctx, const void *sbuf, int scount, ompi_datatype_t *sdtype,
+                              void *rbuf, int rcount, ompi_datatype_t *rdtype, Call &call) {
     const int n = static_cast<int>(ctx.layout().rank_at.size());
     const uint64_t block = element_extent(rdtype) * static_cast<uint64_t>(rcount);
     const int me = ctx.layout().rank_at[ctx.position()];
@@ -79,18 +78,17 @@ Prepared prepare_allgather_device(Context &ctx, const void *sbuf, int scount,
         place_contribution(sbuf, scount, sdtype, static_cast<char *>(rbuf) + me * block, on_device,
                            rcount, rdtype);
     // From here on the plan of the host path, in place; only where the bytes are differs.
-    Prepared p = prepare_allgather(ctx, MPI_IN_PLACE, scount, sdtype, rbuf, rcount, rdtype);
-    if (!on_device) return p; // only the send buffer was on the device
+    prepare_allgather(ctx, MPI_IN_PLACE, scount, sdtype, rbuf, rcount, rdtype, call);
+    if (!on_device) return; // only the send buffer was on the device
     if (cuda::direct(ctx)) {
-        p.options.memory = &cuda::device_memory();
-        return p;
+        call.options.memory = &cuda::device_memory();
+        return;
     }
     const StagingRegion all{static_cast<char *>(rbuf), 0, block * n};
     auto staged = std::make_shared<cuda::StagedRun>(all, all, all);
-    p.work = nullptr;
-    p.options = staged->options();
-    p.then([staged] { staged->finish(); });
-    return p;
+    call.work = nullptr;
+    call.options = staged->options();
+    call.then([staged] { staged->finish(); });
 }
 
 // Host copies of the buffers for the module below.
@@ -126,13 +124,12 @@ struct Allgather {
     static const char *unsupported(const Args &a, ompi_communicator_t *comm) {
         return allgather_unsupported(a.rcount, a.rdtype, comm);
     }
-    static Prepared prepare(Context &ctx, const Args &a) {
-        return prepare_allgather(ctx, a.sbuf, a.scount, a.sdtype, a.rbuf, a.rcount, a.rdtype);
+    static void prepare(Context &ctx, const Args &a, Call &call) {
+        prepare_allgather(ctx, a.sbuf, a.scount, a.sdtype, a.rbuf, a.rcount, a.rdtype, call);
     }
 #if THEMIS_HAVE_CUDA
-    static Prepared prepare_device(Context &ctx, const Args &a) {
-        return prepare_allgather_device(ctx, a.sbuf, a.scount, a.sdtype, a.rbuf, a.rcount,
-                                        a.rdtype);
+    static void prepare_device(Context &ctx, const Args &a, Call &call) {
+        prepare_allgather_device(ctx, a.sbuf, a.scount, a.sdtype, a.rbuf, a.rcount, a.rdtype, call);
     }
     static cuda::HostCopies host_copies(const Args &a, ompi_communicator_t *comm) {
         return allgather_copies(a.sbuf, a.scount, a.sdtype, a.rbuf, a.rcount, a.rdtype, comm);

@@ -15,37 +15,39 @@ using namespace themis;
 
 namespace {
 
-Prepared prepare_allreduce(Context &ctx, const void *sbuf, void *rbuf, int count,
-                           ompi_datatype_t *dtype, ompi_op_t *op) {
+// The request: one block of `count` elements.
+void plan_allreduce(Context &ctx, Call &call, size_t extent, int count) {
+    ctx.plan_request(call.request, Collective::AllReduce, extent);
+    call.request.block_counts.assign(1, static_cast<uint64_t>(count));
+}
+
+void prepare_allreduce(Context &ctx, const void *sbuf, void *rbuf, int count,
+                       ompi_datatype_t *dtype, ompi_op_t *op, Call &call) {
     const size_t extent = element_extent(dtype);
     size_t type_size = 0;
     ompi_datatype_type_size(dtype, &type_size);
     if (sbuf != MPI_IN_PLACE) ompi_datatype_copy_content_same_ddt(dtype, count, rbuf, sbuf);
 
-    Prepared p;
-    p.request = ctx.request(Collective::AllReduce, extent, {static_cast<uint64_t>(count)});
-    p.reducer = std::make_unique<OpReducer>(op, dtype, extent);
-    p.work = static_cast<char *>(rbuf);
+    plan_allreduce(ctx, call, extent, count);
+    call.reduce_with(op, dtype, extent);
+    call.work = static_cast<char *>(rbuf);
     // Gaps between the fields (MPI_SHORT_INT) or after them (MPI_DOUBLE_INT): work in a
     // temporary buffer, so rbuf's gaps are never written, nor the bytes past its end.
     if (type_size < extent) {
         const size_t bytes = extent * static_cast<size_t>(count);
-        HostMemory *memory = &ctx.memory();
-        char *work = p.work = static_cast<char *>(memory->acquire(bytes));
-        ompi_datatype_copy_content_same_ddt(dtype, count, work, rbuf);
-        p.finish = [=] {
-            ompi_datatype_copy_content_same_ddt(dtype, count, rbuf, work);
-            memory->release(work, bytes);
-        };
+        HostMemory &memory = ctx.memory();
+        call.temp = {&memory, static_cast<char *>(memory.acquire(bytes)), bytes};
+        call.work = call.temp.buf;
+        ompi_datatype_copy_content_same_ddt(dtype, count, call.work, rbuf);
+        call.copy_out = {dtype, static_cast<size_t>(count), rbuf, call.work};
     }
-    return p;
 }
 
 #if THEMIS_HAVE_CUDA
 // MPI_Allreduce with a device buffer (coll_themis_cuda.h). Predefined datatypes only (the
 // eligibility above); past the first test, without gaps: count x extent bytes of data.
-Prepared prepare_allreduce_device(Context &ctx, const void *sbuf, void *rbuf, int count,
-                                  ompi_datatype_t *dtype, ompi_op_t *op) {
+void prepare_allreduce_device(Context &ctx, const void *sbuf, void *rbuf, int count,
+                              ompi_datatype_t *dtype, ompi_op_t *op, Call &call) {
     size_t type_size = 0;
     ompi_datatype_type_size(dtype, &type_size);
     const size_t extent = element_extent(dtype);
@@ -54,9 +56,9 @@ Prepared prepare_allreduce_device(Context &ctx, const void *sbuf, void *rbuf, in
         // anyway, and rbuf's gaps must stay as they are): the path above on host copies.
         auto s = std::make_shared<cuda::HostView>(sbuf, dtype, static_cast<size_t>(count), true);
         auto r = std::make_shared<cuda::HostView>(rbuf, dtype, static_cast<size_t>(count), true);
-        Prepared p = prepare_allreduce(ctx, s->get(), r->get(), count, dtype, op);
-        p.then([s, r, count] { r->copy_back(static_cast<size_t>(count)); });
-        return p;
+        prepare_allreduce(ctx, s->get(), r->get(), count, dtype, op, call);
+        call.then([s, r, count] { r->copy_back(static_cast<size_t>(count)); });
+        return;
     }
     const void *input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
     ptrdiff_t lo = 0, span = 0;
@@ -64,24 +66,22 @@ Prepared prepare_allreduce_device(Context &ctx, const void *sbuf, void *rbuf, in
     const size_t bytes = extent * static_cast<size_t>(count);
     if (static_cast<size_t>(span) != bytes)
         throw std::logic_error("datatype with gaps on the device path");
-    Prepared p;
-    p.request = ctx.request(Collective::AllReduce, extent, {static_cast<uint64_t>(count)});
+    plan_allreduce(ctx, call, extent, count);
     if (cuda::direct(ctx)) { // the transport moves device memory: run on it
         cuda::copy(rbuf, input, bytes);
-        p.work = static_cast<char *>(rbuf);
-        p.reducer = std::make_unique<cuda::DeviceReducer>(op, dtype, extent);
-        p.options.memory = &cuda::device_memory();
-        return p;
+        call.work = static_cast<char *>(rbuf);
+        call.reduce_with(std::make_unique<cuda::DeviceReducer>(op, dtype, extent));
+        call.options.memory = &cuda::device_memory();
+        return;
     }
     // Staged: chunks come in from the input, results go out to rbuf, which also holds
     // chunks evicted meanwhile.
     const StagingRegion source{static_cast<char *>(const_cast<void *>(input)), 0, bytes};
     const StagingRegion home{static_cast<char *>(rbuf), 0, bytes};
     auto staged = std::make_shared<cuda::StagedRun>(source, home, home);
-    p.reducer = std::make_unique<OpReducer>(op, dtype, extent);
-    p.options = staged->options();
-    p.then([staged] { staged->finish(); });
-    return p;
+    call.reduce_with(op, dtype, extent);
+    call.options = staged->options();
+    call.then([staged] { staged->finish(); });
 }
 
 // Host copies of the buffers for the module below.
@@ -113,12 +113,12 @@ struct Allreduce {
     static const char *unsupported(const Args &a, ompi_communicator_t *) {
         return allreduce_unsupported(a.count, a.dtype, a.op);
     }
-    static Prepared prepare(Context &ctx, const Args &a) {
-        return prepare_allreduce(ctx, a.sbuf, a.rbuf, a.count, a.dtype, a.op);
+    static void prepare(Context &ctx, const Args &a, Call &call) {
+        prepare_allreduce(ctx, a.sbuf, a.rbuf, a.count, a.dtype, a.op, call);
     }
 #if THEMIS_HAVE_CUDA
-    static Prepared prepare_device(Context &ctx, const Args &a) {
-        return prepare_allreduce_device(ctx, a.sbuf, a.rbuf, a.count, a.dtype, a.op);
+    static void prepare_device(Context &ctx, const Args &a, Call &call) {
+        prepare_allreduce_device(ctx, a.sbuf, a.rbuf, a.count, a.dtype, a.op, call);
     }
     static cuda::HostCopies host_copies(const Args &a, ompi_communicator_t *) {
         return allreduce_copies(a.sbuf, a.rbuf, a.count, a.dtype);

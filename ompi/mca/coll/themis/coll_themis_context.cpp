@@ -2,11 +2,13 @@
 // its engine, the trace (set-up itself: coll_themis_setup.cpp).
 #include "coll_themis_context.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
 #include "opal/util/info.h"
 #include "opal/util/output.h"
+#include "coll_themis_call.h"
 #include "coll_themis_cuda_ipc.h"
 #include "coll_themis_node_transport.h"
 #include "coll_themis_request.h"
@@ -14,11 +16,21 @@
 
 namespace themis {
 
+namespace {
+
+// Bumped by every call of the info keys' subscription callback (info_generation()).
+std::atomic<uint64_t> info_changes{0};
+
+} // namespace
+
+uint64_t info_generation() { return info_changes.load(std::memory_order_acquire); }
+
 Context::Context(ompi_communicator_t *comm, RankLayout layout)
     : comm_(comm), layout_(std::move(layout)), position_(layout_.position_of[ompi_comm_rank(comm)]),
       cache_(static_cast<size_t>(params().plan_cache_size)) {}
 
 Context::~Context() {
+    pool_.clear(); // its calls' executions belong to the engine
     engine_.reset();
     device_transport_.reset();
     node_transport_.reset();
@@ -41,19 +53,10 @@ Transport &Context::engine_transport() {
     return node_transport_ ? *node_transport_ : *transport_;
 }
 
-Policy Context::policy() const {
-    // MPI_Comm_set_info / MPI_Comm_dup_with_info may choose the policy per communicator.
-    return info_choice("themis_policy", params().policy) == THEMIS_POLICY_BASELINE
-               ? Policy::Baseline
-               : Policy::Themis;
-}
-
-PlanRequest Context::request(Collective coll, uint64_t element_size,
-                             std::vector<uint64_t> block_counts) const {
-    PlanRequest req;
-    req.collective = coll;
-    req.element_size = element_size;
-    req.block_counts = std::move(block_counts);
+void Context::resolve_settings() {
+    // Noted first: an info key set while this runs is resolved again at the next call.
+    settings_.info_generation = info_generation();
+    PlanRequest &req = settings_.request;
     // The planner (src/planner.h) picks the count when chunks is 0 (auto); chunks no
     // smaller than min_chunk_bytes either way, so small messages are not cut to pieces.
     // Device-direct communicators plan it unless the user set one: a CUDA IPC message
@@ -62,7 +65,10 @@ PlanRequest Context::request(Collective coll, uint64_t element_size,
     // All-Reduce on 2x2: 11.3 ms with 128 chunks, 0.75 ms planned).
     req.chunks = device_direct() && !params().chunks_given ? 0 : params().chunks;
     req.min_chunk_bytes = params().min_chunk_bytes;
-    req.scheduler.policy = policy();
+    // MPI_Comm_set_info / MPI_Comm_dup_with_info may choose the policy per communicator.
+    req.scheduler.policy = info_choice("themis_policy", params().policy) == THEMIS_POLICY_BASELINE
+                               ? Policy::Baseline
+                               : Policy::Themis;
     req.scheduler.load_model =
         params().load_model == THEMIS_LOAD_REFERENCE ? LoadModel::Reference : LoadModel::Latency;
     req.scheduler.threshold = params().threshold;
@@ -71,84 +77,122 @@ PlanRequest Context::request(Collective coll, uint64_t element_size,
     req.ordering.max_active = params().max_active;
     req.ordering.max_active_bytes = static_cast<double>(params().max_active_bytes);
     req.rank = position_;
+    settings_.carry_load = params().carry_load;
+    settings_.verbose = params().verbose;
+    settings_.resolved = true;
+}
+
+void Context::plan_request(PlanRequest &req, Collective coll, uint64_t element_size) {
+    if (!settings_.resolved || settings_.info_generation != info_generation()) resolve_settings();
+    req = settings_.request; // its lists empty: req's keep their room
+    req.collective = coll;
+    req.element_size = element_size;
+}
+
+PlanRequest Context::request(Collective coll, uint64_t element_size,
+                             std::vector<uint64_t> block_counts) {
+    PlanRequest req;
+    plan_request(req, coll, element_size);
+    req.block_counts = std::move(block_counts);
     return req;
 }
 
-std::unique_ptr<StartedRun> Context::start(const PlanRequest &req, char *work, Reducer &reducer,
-                                           const RunOptions &options) {
-    return begin(req, work, reducer, options, true);
+Context::Lease::~Lease() { ctx_.pool_back(std::move(call_)); }
+
+Context::Lease Context::lease() {
+    std::unique_ptr<Call> call;
+    {
+        std::lock_guard<std::mutex> hold(pool_lock_);
+        if (!pool_.empty()) {
+            call = std::move(pool_.back());
+            pool_.pop_back();
+        }
+    }
+    if (!call) call = std::make_unique<Call>();
+    return Lease(*this, std::move(call));
 }
 
-std::unique_ptr<StartedRun> Context::begin(const PlanRequest &request, char *work, Reducer &reducer,
-                                           const RunOptions &options, bool nonblocking) {
+void Context::pool_back(std::unique_ptr<Call> call) {
+    call->clear();
+    std::lock_guard<std::mutex> hold(pool_lock_);
+    pool_.push_back(std::move(call));
+}
+
+void Context::begin(Call &call, bool nonblocking) {
     std::lock_guard<std::recursive_mutex> hold(engine_lock_);
-    std::unique_ptr<StartedRun> started(new StartedRun(*this));
     const size_t misses = cache_.misses();
-    PlanRequest req = request;
-    if (params().carry_load) req.carried_load = carried_load_;
-    started->plan_ = cache_.get(layout_.topology, req);
-    const Plan &plan = *started->plan_;
-    carried_load_ = nonblocking ? plan.carried_load : std::vector<double>();
-    if (params().verbose >= 5) {
+    PlanRequest &req = call.request;
+    if (settings_.carry_load) req.carried_load = carried_load_;
+    std::shared_ptr<const Plan> plan = cache_.get(layout_.topology, req);
+    if (nonblocking)
+        carried_load_ = plan->carried_load;
+    else
+        carried_load_.clear();
+    if (settings_.verbose >= 5) {
         char line[256];
-        const double ideal = ideal_time(layout_.topology, req.collective, double(plan.work_bytes));
+        const double ideal = ideal_time(layout_.topology, req.collective, double(plan->work_bytes));
         snprintf(line, sizeof line,
                  "%s %llu B: %zu chunks, policy %s/%s K=%d, predicted %.3g ms (%.1f %% of the "
                  "ideal bound), plan %s",
-                 collective_name(req.collective), static_cast<unsigned long long>(plan.work_bytes),
-                 plan.schedule.size(), policy_name(req.scheduler.policy),
+                 collective_name(req.collective), static_cast<unsigned long long>(plan->work_bytes),
+                 plan->schedule.size(), policy_name(req.scheduler.policy),
                  intra_policy_name(req.ordering.intra), req.ordering.max_active,
-                 plan.predicted_time * 1e3, 100 * ideal / plan.predicted_time,
+                 plan->predicted_time * 1e3, 100 * ideal / plan->predicted_time,
                  cache_.misses() > misses ? "compiled" : "cached");
         say(5, comm_, line);
-        if (params().verbose >= 10) say(10, comm_, "\n" + plan.describe());
+        if (settings_.verbose >= 10) say(10, comm_, "\n" + plan->describe());
     }
-    RunOptions traced = options;
-    if (trace_.is_open()) {
-        started->traced_ = true;
-        traced.trace = &started->runs_;
-    }
-    started->execution_ = engine_->start(started->plan_, work, reducer, traced);
-    return started;
+    RunOptions options = call.options;
+    call.traced_ = trace_.is_open();
+    if (call.traced_) options.trace = &call.runs_;
+    // A call keeps its execution (and the room in it) for the calls that reuse it.
+    if (!call.execution_ || &call.execution_->engine() != engine_.get())
+        call.execution_.emplace(*engine_);
+    call.context_ = this;
+    call.state_ = Call::State::Themis;
+    engine_->start(*call.execution_, std::move(plan), call.work, call.reducer(), options);
 }
 
-void Context::run(const PlanRequest &req, char *work, Reducer &reducer, const RunOptions &options) {
-    std::unique_ptr<StartedRun> started = begin(req, work, reducer, options, nonblocking_call);
-    while (!started->progress()) {
-        std::lock_guard<std::recursive_mutex> hold(engine_lock_); // the transport's state too
-        engine_transport().progress();
-    }
+void Context::start(Call &call) { begin(call, true); }
+
+void Context::run(Call &call) {
+    begin(call, false);
+    engine_->wait(*call.execution_, &engine_lock_);
+    write_trace(call);
+    call.results_out();
 }
 
-void Context::write_trace(const StartedRun &run) {
-    write_stage_csv(trace_, run.plan_->schedule, run.runs_, traced_calls_++);
-    trace_.flush();
-}
-
-bool StartedRun::progress() {
+bool Context::drive(Call &call) {
+    Execution &execution = *call.execution_;
     // One pass of the progress callback drives each engine once, not once per call in
     // flight on it: one drive advances them all.
     const uint64_t pass = progress_pass();
-    std::unique_lock<std::recursive_mutex> hold(ctx_.engine_lock_, std::defer_lock);
+    std::unique_lock<std::recursive_mutex> hold(engine_lock_, std::defer_lock);
     if (pass == 0)
         hold.lock();
     else if (!hold.try_lock())
         return false; // the thread that holds it drives the engine
-    if (!execution_->done() && (pass == 0 || ctx_.driven_pass_ != pass)) {
-        ctx_.driven_pass_ = pass;
-        execution_->progress();
+    if (!execution.done() && (pass == 0 || driven_pass_ != pass)) {
+        driven_pass_ = pass;
+        execution.progress();
     }
-    if (!execution_->done()) return false;
-    if (traced_ && !trace_written_) {
-        ctx_.write_trace(*this);
-        trace_written_ = true;
-    }
+    if (!execution.done()) return false;
+    write_trace(call);
     return true;
 }
 
-StartedRun::~StartedRun() {
-    std::lock_guard<std::recursive_mutex> hold(ctx_.engine_lock_);
-    execution_.reset(); // leaves the engine's queues
+void Context::leave(Call &call) {
+    if (!call.execution_) return;
+    std::lock_guard<std::recursive_mutex> hold(engine_lock_);
+    call.execution_->reset(); // leaves the engine's queues
+}
+
+void Context::write_trace(Call &call) {
+    if (!call.traced_ || call.trace_written_) return;
+    std::lock_guard<std::recursive_mutex> hold(engine_lock_);
+    write_stage_csv(trace_, call.execution_->plan()->schedule, call.runs_, traced_calls_++);
+    trace_.flush();
+    call.trace_written_ = true;
 }
 
 int report_failure(const char *collective, const std::exception &e) {
@@ -165,3 +209,7 @@ themis_context::~themis_context() {
 }
 
 extern "C" void mca_coll_themis_context_free(struct themis_context *context) { delete context; }
+
+extern "C" void mca_coll_themis_info_changed(void) {
+    themis::info_changes.fetch_add(1, std::memory_order_acq_rel);
+}

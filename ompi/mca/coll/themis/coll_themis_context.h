@@ -15,6 +15,7 @@
 #include <string>
 
 #include "coll_themis.h"
+#include "coll_themis_call.h"
 #include "coll_themis_params.h"
 #include "engine.h"
 #include "host_memory.h"
@@ -22,29 +23,6 @@
 #include "rank_layout.h"
 
 namespace themis {
-
-class Context;
-
-// A collective started on a communicator's engine (Context::start); the communicator
-// must outlive it.
-class StartedRun {
-  public:
-    // Progresses every collective in flight on the communicator; true once this one is
-    // complete (its stage timings then written to the trace, if any). In the progress
-    // callback it steps aside (false) while another thread uses the engine.
-    bool progress();
-    ~StartedRun();
-
-  private:
-    friend class Context;
-    explicit StartedRun(Context &ctx) : ctx_(ctx) {}
-    Context &ctx_;
-    std::shared_ptr<const Plan> plan_;
-    bool traced_ = false;
-    bool trace_written_ = false;
-    std::vector<StageRun> runs_;
-    std::unique_ptr<Execution> execution_;
-};
 
 class Context {
   public:
@@ -66,29 +44,56 @@ class Context {
     // memory on every dimension, node dimensions by CUDA IPC.
     bool device_direct() const { return device_transport_ != nullptr; }
 
-    // The request for a collective on this communicator, with the parameters in force
-    // (MCA parameters, the communicator's themis_policy info key).
-    PlanRequest request(Collective coll, uint64_t element_size,
-                        std::vector<uint64_t> block_counts) const;
-    // Runs it over `work`, a buffer laid out as the request says (or wherever
-    // `options` says: device buffers, see coll_themis_cuda.h).
-    void run(const PlanRequest &req, char *work, Reducer &reducer,
-             const RunOptions &options = RunOptions());
-    // Whether the MPI call under way is a nonblocking or persistent one, set by the entry
-    // points around it: its runs pass their load on as start()'s do, whichever path runs it
-    // on this rank (a device buffer runs the blocking path), so every rank plans alike.
-    bool nonblocking_call = false;
-    // Starts it and returns at once (a nonblocking call); collectives in flight together
-    // share the dimensions' queues in start order (engine.h), and each is planned from the
-    // load the nonblocking call before it left unbalanced (PlanRequest::carried_load).
-    std::unique_ptr<StartedRun> start(const PlanRequest &req, char *work, Reducer &reducer,
-                                      const RunOptions &options = RunOptions());
+    // Fills `req` in for a collective on this communicator: the settings in force (MCA
+    // parameters, the communicator's themis_policy info key), the collective and the element
+    // size; the caller adds the sizes. The settings are resolved at set-up and again after
+    // MPI_Comm_set_info, not per call; `req`'s lists keep their room (cleared).
+    void plan_request(PlanRequest &req, Collective coll, uint64_t element_size);
+    // The same as a new request, with its block counts.
+    PlanRequest request(Collective coll, uint64_t element_size, std::vector<uint64_t> block_counts);
+
+    // A blank call of this context's pool for a blocking call, back in the pool when the
+    // lease ends (a call on themis kept for the next: nothing allocated once warm).
+    class Lease {
+      public:
+        Lease(Context &ctx, std::unique_ptr<Call> call) : ctx_(ctx), call_(std::move(call)) {}
+        ~Lease();
+        Lease(const Lease &) = delete;
+        Lease &operator=(const Lease &) = delete;
+        Call &operator*() const { return *call_; }
+        Call *operator->() const { return call_.get(); }
+
+      private:
+        Context &ctx_;
+        std::unique_ptr<Call> call_;
+    };
+    Lease lease();
+    // Runs a prepared call (coll_themis_call.h) to its end, its results out: a blocking call.
+    void run(Call &call);
+    // Starts a prepared call and returns at once (a nonblocking call); collectives in flight
+    // together share the dimensions' queues in start order (engine.h), and each is planned
+    // from the load the nonblocking call before it left unbalanced
+    // (PlanRequest::carried_load). Call::progress() completes it.
+    void start(Call &call);
 
   private:
-    friend class StartedRun;
+    friend class Call;
     Context(ompi_communicator_t *comm, RankLayout layout);
-    // Appends a completed call's stage timings to the trace.
-    void write_trace(const StartedRun &run);
+    // Plans `call` and starts it on the engine; `nonblocking`: calls after it may run beside
+    // it (its carried load passes on).
+    void begin(Call &call, bool nonblocking);
+    // Progresses every collective in flight on the communicator; true once `call` is
+    // complete (its stage timings then written to the trace, if any). In the progress
+    // callback it steps aside (false) while another thread uses the engine.
+    bool drive(Call &call);
+    // Takes `call` off the engine's queues (complete or not).
+    void leave(Call &call);
+    // A complete call's stage timings to the trace, once.
+    void write_trace(Call &call);
+    // Resolves the settings every call's request starts from (plan_request).
+    void resolve_settings();
+    // A leased call back into the pool, blank.
+    void pool_back(std::unique_ptr<Call> call);
     // Picks and connects the base transport (collective; coll_themis_transports.h).
     void connect(mca_coll_themis_module_t *m);
     // Sets the rates the spec does not give (collective; see coll_themis_calibrate.h) and
@@ -97,7 +102,6 @@ class Context {
     // hostname.
     void calibrate(mca_coll_themis_module_t *m, const std::vector<std::string> &host_of,
                    LogEvent &selected);
-    Policy policy() const;
     // A themis info key's value on the communicator ("" when unset).
     std::string info(const char *key) const;
     // The value of a themis info key on the communicator (mca_coll_themis_info_keys), else
@@ -136,10 +140,25 @@ class Context {
     // Plan::carried_load, nothing after a blocking call. Every rank starts a communicator's
     // collectives in the same order, so every rank plans from the same value.
     std::vector<double> carried_load_;
-    // Plans and starts a call; `nonblocking`: calls after it may run beside it.
-    std::unique_ptr<StartedRun> begin(const PlanRequest &req, char *work, Reducer &reducer,
-                                      const RunOptions &options, bool nonblocking);
+    // What every call's request starts from: the parameters in force and the
+    // communicator's info keys, resolved by resolve_settings() (at set-up, and on the first
+    // call after an info key changed: info_generation).
+    struct Settings {
+        PlanRequest request; // every field but the sizes (its lists empty)
+        bool carry_load = false;
+        int verbose = 0;
+        uint64_t info_generation = 0; // of the info keys it was resolved from
+        bool resolved = false;
+    } settings_;
+    // Blank calls for blocking calls (lease()), kept with their room.
+    std::mutex pool_lock_;
+    std::vector<std::unique_ptr<Call>> pool_;
 };
+
+// Set by the info keys' subscription callback (coll_themis_module.c) each time Open MPI
+// hands it a themis info key's value (MPI_Comm_set_info, a communicator's creation):
+// contexts resolve their settings again on their next call.
+uint64_t info_generation();
 
 // The module's context once its set-up ended; nullptr while it runs or when themis
 // declined the communicator.

@@ -13,20 +13,23 @@
 //      below (nonblocking and persistent calls on the private duplicate's, see
 //      coll_themis_setup_task.h); a failure is reported with a help message.
 //
-// A collective is prepared (inputs in place, plan request, what completes it), then run to
-// the end (blocking) or started and completed from the progress loop. With CUDA
-// (coll_themis_cuda.h) the same decision is taken for device buffers, with a device-aware
-// Prepared collective and the module below on host copies (cuda/host_fallback.h): the
-// memory kind changes how this rank's bytes move, never whether themis runs.
+// Every call taken on is a Call (coll_themis_call.h). On themis, its adapter prepares it
+// (inputs in place, plan request, how its results come out), then it runs to the end
+// (blocking: a call of the context's pool, nothing allocated once warm) or is started and
+// completed from the progress loop. With CUDA (coll_themis_cuda.h) the same decision is
+// taken for device buffers, with a device-aware preparation and the module below on host
+// copies (cuda/host_fallback.h): the memory kind changes how this rank's bytes move, never
+// whether themis runs.
 //
 // An adapter C gives:
-//   C::Args                          one call's arguments, by value (a call may be held),
-//                                    its buffers among them as sbuf and rbuf
+//   C::Args                          one call's arguments, by value (a call may be held:
+//                                    a copy owns what it points to), its buffers among
+//                                    them as sbuf and rbuf
 //   C::slot                          its blocking form's slot (THEMIS_COLL_*); the
 //                                    nonblocking and persistent ones follow in THEMIS_SLOTS
 //   C::unsupported(a, comm)          why themis leaves it to the module below, or nullptr
-//   C::prepare(ctx, a)               the Prepared collective on host buffers
-//   C::prepare_device(ctx, a)        the same on buffers that may be device memory (CUDA)
+//   C::prepare(ctx, a, call)         prepares `call` (blank) on host buffers
+//   C::prepare_device(ctx, a, call)  the same on buffers that may be device memory (CUDA)
 //   C::host_copies(a, comm)          host copies of its buffers for the module below (CUDA)
 //   C::below(b, a, s, r, request)    layer b's form on buffers s, r: blocking when request
 //                                    is null, else nonblocking
@@ -34,6 +37,7 @@
 //   C::objects(a, comm)              what a persistent request holds while it lives
 #pragma once
 
+#include "coll_themis_call.h"
 #include "coll_themis_context.h"
 #include "coll_themis_cuda.h"
 #include "coll_themis_request.h"
@@ -43,78 +47,11 @@
 #include "cuda/host_fallback.h"
 #endif
 
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace themis {
-
-// A collective ready for the engine.
-struct Prepared {
-    PlanRequest request;
-    char *work = nullptr;
-    std::unique_ptr<Reducer> reducer;
-    RunOptions options;           // device buffers: device temporaries or staging hooks
-    std::function<void()> finish; // once complete: results out, temporaries back (or empty)
-    // Adds `step` after what finish does already.
-    void then(std::function<void()> step) {
-        finish = [first = std::move(finish), step = std::move(step)] {
-            if (first) first();
-            step();
-        };
-    }
-};
-
-inline void run_prepared(Context &ctx, Prepared p) {
-    ctx.run(p.request, p.work, *p.reducer, p.options);
-    if (p.finish) p.finish();
-}
-
-// A prepared collective in flight for a nonblocking call; it holds the communicator (and
-// with it the engine) until complete, even if the user frees it meanwhile.
-class EngineCall : public PendingCall {
-  public:
-    EngineCall(ompi_communicator_t *comm, Context &ctx, Prepared p)
-        : comm_(comm), p_(std::move(p)) {
-        OBJ_RETAIN(comm_);
-        started_ = ctx.start(p_.request, p_.work, *p_.reducer, p_.options);
-    }
-    ~EngineCall() override {
-        started_.reset();
-        p_ = Prepared();
-        OBJ_RELEASE(comm_);
-    }
-    bool progress() override {
-        if (!started_->progress()) return false;
-        if (p_.finish) {
-            p_.finish();
-            p_.finish = nullptr;
-        }
-        return true;
-    }
-
-  private:
-    ompi_communicator_t *comm_;
-    Prepared p_;
-    std::unique_ptr<StartedRun> started_;
-};
-
-// A call the module below runs on a request of its own: complete with it.
-class BelowCall : public PendingCall {
-  public:
-    explicit BelowCall(ompi_request_t *inner) : inner_(inner) {}
-    bool progress() override {
-        if (!REQUEST_COMPLETE(inner_)) return false;
-        const int rc = inner_->req_status.MPI_ERROR;
-        ompi_request_free(&inner_);
-        if (rc != OMPI_SUCCESS) throw std::runtime_error("the previous module's call failed");
-        return true;
-    }
-
-  private:
-    ompi_request_t *inner_;
-};
 
 // Whether either buffer is device memory (CUDA builds).
 inline bool any_on_device(const void *a, const void *b) {
@@ -160,32 +97,31 @@ inline void say_unsupported(const char *name, const char *unsupported) {
                         "coll:themis: %s to the previous module: %s", name, unsupported);
 }
 
-// An eligible nonblocking call (or a persistent request's run): on themis, `on_themis(ctx)`
-// gives the call in flight; declined, `on_below(b)` hands it to layer b. It starts the
-// communicator's set-up if need be, and is held while that runs (coll_themis_setup_task.h).
-template <typename OnThemis, typename OnBelow> std::unique_ptr<PendingCall>
-nonblocking_call(mca_coll_themis_module_t *m, ompi_communicator_t *comm, int slot, const char *name,
-                 bool device_buffers, OnThemis on_themis, OnBelow on_below) {
+// An eligible nonblocking call (or a persistent request's run) as a call in flight: on
+// themis, `on_themis(ctx, call)` prepares and starts it; declined, `on_below(b, call)` hands
+// it to layer b. It starts the communicator's set-up if need be, and is held while that
+// runs (coll_themis_setup_task.h).
+template <typename OnThemis, typename OnBelow>
+std::unique_ptr<Call> nonblocking_call(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
+                                       int slot, const char *name, bool device_buffers,
+                                       OnThemis on_themis, OnBelow on_below) {
     begin_setup(m, comm, device_buffers);
-    // A std::function (a heap allocation) only for a call that must be held.
-    auto launch = [=]() -> std::unique_ptr<PendingCall> {
+    auto call = std::make_unique<Call>();
+    auto launch = [=](Call &c) {
         try {
             Context *ctx = context_of(m);
-            if (ctx == nullptr) return on_below(below_for_nonblocking(m));
-            // Its runs pass their load on, whichever path runs it on this rank.
-            struct NonblockingCall {
-                Context &ctx;
-                ~NonblockingCall() { ctx.nonblocking_call = false; }
-            } scope{*ctx};
-            ctx->nonblocking_call = true;
-            std::unique_ptr<PendingCall> call = on_themis(*ctx);
+            if (ctx == nullptr) return on_below(below_for_nonblocking(m), c);
+            on_themis(*ctx, c);
             ++m->accelerated[slot];
-            return call;
         } catch (const std::exception &e) {
-            return std::make_unique<FinishedCall>(report_failure(name, e));
+            c.finished(report_failure(name, e));
         }
     };
-    return setup_running(m) ? hold_until_setup(m, Launch(std::move(launch))) : launch();
+    if (setup_running(m))
+        hold_until_setup(m, *call, launch);
+    else
+        launch(*call);
+    return call;
 }
 
 // THEMIS_SLOTS lists the four blocking forms, then the nonblocking and the persistent ones
@@ -234,19 +170,20 @@ template <class C> struct Entry {
         return why;
     }
 
-    static Prepared prepared(Context &ctx, const Args &a, bool device) {
+    // Prepares a blank call on themis.
+    static void prepare(Context &ctx, const Args &a, bool device, Call &call) {
 #if THEMIS_HAVE_CUDA
-        if (device) return C::prepare_device(ctx, a);
+        if (device) return C::prepare_device(ctx, a, call);
 #else
         (void)device;
 #endif
-        return C::prepare(ctx, a);
+        C::prepare(ctx, a, call);
     }
 
     // Layer b on the call: `out` null, its blocking form to the end; else *out becomes its
     // nonblocking call in flight. Device buffers go through host copies.
     static int below(mca_coll_themis_module_t *b, const Args &a, ompi_communicator_t *comm,
-                     const char *name, bool device, std::unique_ptr<PendingCall> *out) {
+                     const char *name, bool device, Call *out) {
 #if THEMIS_HAVE_CUDA
         if (device) {
             try {
@@ -266,30 +203,28 @@ template <class C> struct Entry {
 #endif
         ompi_request_t *inner = nullptr;
         const int rc = C::below(b, a, a.sbuf, a.rbuf, out ? &inner : nullptr);
-        if (rc == OMPI_SUCCESS && out) *out = std::make_unique<BelowCall>(inner);
+        if (rc == OMPI_SUCCESS && out) out->below(inner);
         return rc;
     }
 
     // An eligible nonblocking call or persistent run, in flight.
-    static std::unique_ptr<PendingCall> in_flight(mca_coll_themis_module_t *m, const Args &a,
-                                                  ompi_communicator_t *comm, Form form,
-                                                  bool device) {
+    static std::unique_ptr<Call> in_flight(mca_coll_themis_module_t *m, const Args &a,
+                                           ompi_communicator_t *comm, Form form, bool device) {
         const char *name = Entry::name(form);
         return nonblocking_call(
             m, comm, slot(form), name, device,
-            [=](Context &ctx) -> std::unique_ptr<PendingCall> {
+            [=](Context &ctx, Call &call) {
                 // Tests (mpi_np4_2x2_nonblocking_fails): fails in the progress loop, as a
                 // call whose transport failed would, so that the error's way is tested.
                 if (test_hooks().fail_nonblocking)
-                    return std::make_unique<FinishedCall>(OMPI_ERROR,
-                                                          "THEMIS_TEST_FAIL_NONBLOCKING is set");
-                return std::make_unique<EngineCall>(comm, ctx, prepared(ctx, a, device));
+                    return call.finished(OMPI_ERROR, "THEMIS_TEST_FAIL_NONBLOCKING is set");
+                prepare(ctx, a, device, call);
+                call.retain(comm);
+                ctx.start(call);
             },
-            [=](mca_coll_themis_module_t *b) -> std::unique_ptr<PendingCall> {
-                std::unique_ptr<PendingCall> call;
+            [=](mca_coll_themis_module_t *b, Call &call) {
                 const int rc = below(b, a, comm, name, device, &call);
-                if (!call) call = std::make_unique<FinishedCall>(rc);
-                return call;
+                if (rc != OMPI_SUCCESS) call.finished(rc);
             });
     }
 
@@ -303,7 +238,9 @@ template <class C> struct Entry {
         Context *ctx = context_of(m);
         if (ctx == nullptr) return below(m, a, comm, name, device, nullptr);
         try {
-            run_prepared(*ctx, prepared(*ctx, a, device));
+            Context::Lease call = ctx->lease();
+            prepare(*ctx, a, device, *call);
+            ctx->run(*call);
         } catch (const std::exception &e) {
             return report_failure(name, e);
         }
@@ -318,8 +255,8 @@ template <class C> struct Entry {
         if (counted(m, kNonblocking, a, comm)) {
             // Host buffers: the module below's own request, as it made it.
             if (!device) return C::below(m, a, a.sbuf, a.rbuf, request);
-            std::unique_ptr<PendingCall> call;
-            const int rc = below(m, a, comm, name(kNonblocking), device, &call);
+            auto call = std::make_unique<Call>();
+            const int rc = below(m, a, comm, name(kNonblocking), device, call.get());
             return rc != OMPI_SUCCESS ? rc : start_request(std::move(call), comm, request);
         }
         return start_request(in_flight(m, a, comm, kNonblocking, device), comm, request);
@@ -359,7 +296,7 @@ template <class C> struct Entry {
             return C::below_init(m, a, a.sbuf, a.rbuf, info, request);
         }
         begin_setup(m, comm, device);
-        Starter start = [=]() -> std::unique_ptr<PendingCall> {
+        Starter start = [=]() -> std::unique_ptr<Call> {
             (void)kept; // held as long as the request
             ++m->calls[slot(kPersistent)];
             return in_flight(m, a, comm, kPersistent, device);

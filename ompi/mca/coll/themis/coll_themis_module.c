@@ -87,10 +87,14 @@ static bool has_previous(const mca_coll_themis_module_t *m)
 }
 
 /* Keeps a themis info key on the communicator (Open MPI drops keys nobody subscribed to):
- * valid values (those of the parameter the key overrides) are kept, anything else is dropped. */
+ * valid values (those of the parameter the key overrides) are kept, anything else is dropped.
+ * Open MPI calls it when the key is subscribed to (enable) and when MPI_Comm_set_info gives
+ * it a value, before it stores the value: set-up communicators resolve their settings from
+ * the communicator's info again on their next call, not on every call. */
 static const char *info_filter(const char *key, const char *value)
 {
     const mca_base_var_enum_value_t *v = mca_coll_themis_info_value(key, value);
+    mca_coll_themis_info_changed();
     return v ? v->string : NULL;
 }
 

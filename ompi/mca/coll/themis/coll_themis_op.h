@@ -11,28 +11,37 @@
 namespace themis {
 
 // dst = src op dst with ompi_op_reduce, over whole elements of the datatype. It holds a
-// reference to the op: a nonblocking call's user op may be freed before it completes.
+// reference to the op while set: a nonblocking call's user op may be freed before it
+// completes. A call kept for reuse (coll_themis_call.h) sets it again for its next op.
 class OpReducer : public Reducer {
   public:
-    OpReducer(ompi_op_t *op, ompi_datatype_t *dtype, size_t extent)
-        : op_(op), dtype_(dtype), extent_(extent) {
-        OBJ_RETAIN(op_);
-    }
-    ~OpReducer() override {
-        ompi_op_t *op = op_;
-        OBJ_RELEASE(op);
-    }
+    OpReducer() = default;
+    OpReducer(ompi_op_t *op, ompi_datatype_t *dtype, size_t extent) { set(op, dtype, extent); }
+    ~OpReducer() override { clear(); }
     OpReducer(const OpReducer &) = delete;
     OpReducer &operator=(const OpReducer &) = delete;
+    void set(ompi_op_t *op, ompi_datatype_t *dtype, size_t extent) {
+        OBJ_RETAIN(op);
+        clear();
+        op_ = op;
+        dtype_ = dtype;
+        extent_ = extent;
+    }
+    // Lets go of the op.
+    void clear() {
+        ompi_op_t *op = op_;
+        op_ = nullptr;
+        if (op) OBJ_RELEASE(op);
+    }
     void reduce(void *dst, const void *src, size_t bytes) override {
         ompi_op_reduce(op_, const_cast<void *>(src), dst, bytes / extent_, dtype_);
     }
     size_t element_bytes() const override { return extent_; }
 
   private:
-    ompi_op_t *op_;
-    ompi_datatype_t *dtype_;
-    size_t extent_;
+    ompi_op_t *op_ = nullptr;
+    ompi_datatype_t *dtype_ = nullptr;
+    size_t extent_ = 1;
 };
 
 // For collectives that move data without reducing it.

@@ -16,53 +16,81 @@ using namespace themis;
 
 namespace {
 
-// The request, with `displ` (communicator rank order, elements) where each block starts.
-PlanRequest request_for(Context &ctx, const std::vector<int> &rcounts, size_t extent,
-                        std::vector<uint64_t> &displ) {
-    const RankLayout &layout = ctx.layout();
-    const int n = static_cast<int>(rcounts.size());
-    displ.assign(n + 1, 0); // in communicator rank order
-    for (int r = 0; r < n; ++r) displ[r + 1] = displ[r] + static_cast<uint64_t>(rcounts[r]);
-    std::vector<uint64_t> counts(n), displs(n); // in topology position order
-    for (int p = 0; p < n; ++p) {
-        counts[p] = static_cast<uint64_t>(rcounts[layout.rank_at[p]]);
-        displs[p] = displ[layout.rank_at[p]];
+// A call's receive counts, one per communicator rank: the user's array, borrowed while the
+// entry point runs (a blocking call copies nothing), or all equal
+// (MPI_Reduce_scatter_block). A copy owns its counts: a held call, a nonblocking one or a
+// persistent request may outlive the user's array.
+class Counts {
+  public:
+    static Counts of(const int *counts, int n) { return Counts(counts, 0, n); }
+    static Counts all(int count, int n) { return Counts(nullptr, count, n); }
+    Counts(const Counts &other)
+        : user_(nullptr), same_(other.same_), n_(other.n_), own_(other.list()) {}
+    Counts &operator=(const Counts &) = delete;
+
+    int operator[](int rank) const {
+        return user_ ? user_[rank] : own_.empty() ? same_ : own_[rank];
     }
-    PlanRequest req = ctx.request(Collective::ReduceScatter, extent, counts);
-    req.block_displs = displs;
-    return req;
+    int size() const { return n_; }
+    // The counts as an array (not of MPI_Reduce_scatter_block's, which has none).
+    const int *data() const { return user_ ? user_ : own_.data(); }
+    size_t total() const {
+        size_t sum = 0;
+        for (int r = 0; r < n_; ++r) sum += static_cast<size_t>((*this)[r]);
+        return sum;
+    }
+
+  private:
+    Counts(const int *user, int same, int n) : user_(user), same_(same), n_(n) {}
+    std::vector<int> list() const { return user_ ? std::vector<int>(user_, user_ + n_) : own_; }
+
+    const int *user_;
+    int same_;
+    int n_;
+    std::vector<int> own_;
+};
+
+// The request (sizes in topology position order) and, in call.scratch, where each block
+// starts in communicator rank order (elements; n + 1 of them, the last the total).
+void plan_reduce_scatter(Context &ctx, const Counts &rcounts, size_t extent, Call &call) {
+    const RankLayout &layout = ctx.layout();
+    const int n = rcounts.size();
+    std::vector<uint64_t> &displ = call.scratch;
+    displ.assign(size_t(n) + 1, 0);
+    for (int r = 0; r < n; ++r) displ[r + 1] = displ[r] + static_cast<uint64_t>(rcounts[r]);
+    PlanRequest &req = call.request;
+    ctx.plan_request(req, Collective::ReduceScatter, extent);
+    req.block_counts.resize(size_t(n));
+    req.block_displs.resize(size_t(n));
+    for (int p = 0; p < n; ++p) {
+        req.block_counts[p] = static_cast<uint64_t>(rcounts[layout.rank_at[p]]);
+        req.block_displs[p] = displ[layout.rank_at[p]];
+    }
 }
 
-Prepared prepare_reduce_scatter(Context &ctx, const void *sbuf, void *rbuf,
-                                const std::vector<int> &rcounts, ompi_datatype_t *dtype,
-                                ompi_op_t *op) {
-    const int n = static_cast<int>(rcounts.size());
-    std::vector<uint64_t> displ;
+void prepare_reduce_scatter(Context &ctx, const void *sbuf, void *rbuf, const Counts &rcounts,
+                            ompi_datatype_t *dtype, ompi_op_t *op, Call &call) {
+    const int n = rcounts.size();
     const size_t extent = element_extent(dtype);
-    Prepared p;
-    p.request = request_for(ctx, rcounts, extent, displ);
+    plan_reduce_scatter(ctx, rcounts, extent, call);
+    const std::vector<uint64_t> &displ = call.scratch;
     const size_t bytes = displ[n] * extent;
-    HostMemory *memory = &ctx.memory();
-    char *work = p.work = static_cast<char *>(memory->acquire(bytes));
+    HostMemory &memory = ctx.memory();
+    call.temp = {&memory, static_cast<char *>(memory.acquire(bytes)), bytes};
+    call.work = call.temp.buf;
     const void *input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
-    ompi_datatype_copy_content_same_ddt(dtype, displ[n], work, input);
-    p.reducer = std::make_unique<OpReducer>(op, dtype, extent);
+    ompi_datatype_copy_content_same_ddt(dtype, displ[n], call.work, input);
+    call.reduce_with(op, dtype, extent);
     const int me = ctx.layout().rank_at[ctx.position()];
-    const int own = rcounts[me];
-    char *result = work + displ[me] * extent;
-    p.finish = [=] {
-        ompi_datatype_copy_content_same_ddt(dtype, own, static_cast<char *>(rbuf), result);
-        memory->release(work, bytes);
-    };
-    return p;
+    call.copy_out = {dtype, static_cast<size_t>(rcounts[me]), rbuf, call.work + displ[me] * extent};
 }
 
 #if THEMIS_HAVE_CUDA
 // With device buffers (coll_themis_cuda.h): the work buffer is a device temporary that
 // the plan runs on (direct), or that holds evicted chunks while the input is staged.
-Prepared prepare_reduce_scatter_device(Context &ctx, const void *sbuf, void *rbuf,
-                                       const std::vector<int> &rcounts, ompi_datatype_t *dtype,
-                                       ompi_op_t *op) {
+void prepare_reduce_scatter_device(Context &ctx, const void *sbuf, void *rbuf,
+                                   const Counts &rcounts, ompi_datatype_t *dtype, ompi_op_t *op,
+                                   Call &call) {
     const void *input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
     size_t type_size = 0;
     ompi_datatype_type_size(dtype, &type_size);
@@ -71,19 +99,18 @@ Prepared prepare_reduce_scatter_device(Context &ctx, const void *sbuf, void *rbu
     if (!cuda::on_device(input) || type_size < extent) {
         // Only the result is on the device, or a pair type with gaps (reduced on the host
         // anyway, and rbuf's gaps must stay as they are): the path above on host copies.
-        const size_t total = std::accumulate(rcounts.begin(), rcounts.end(), size_t(0));
+        const size_t total = rcounts.total();
         const size_t own = static_cast<size_t>(rcounts[me]);
         auto s = std::make_shared<cuda::HostView>(sbuf, dtype, total, true);
         auto r =
             std::make_shared<cuda::HostView>(rbuf, dtype, sbuf == MPI_IN_PLACE ? total : own, true);
-        Prepared p = prepare_reduce_scatter(ctx, s->get(), r->get(), rcounts, dtype, op);
-        p.then([s, r, own] { r->copy_back(own); });
-        return p;
+        prepare_reduce_scatter(ctx, s->get(), r->get(), rcounts, dtype, op, call);
+        call.then([s, r, own] { r->copy_back(own); });
+        return;
     }
-    const int n = static_cast<int>(rcounts.size());
-    std::vector<uint64_t> displ;
-    Prepared p;
-    p.request = request_for(ctx, rcounts, extent, displ);
+    const int n = rcounts.size();
+    plan_reduce_scatter(ctx, rcounts, extent, call);
+    const std::vector<uint64_t> &displ = call.scratch;
     ptrdiff_t lo = 0, in_span = 0, out_span = 0;
     cuda::span_of(dtype, displ[n], lo, in_span);
     cuda::span_of(dtype, static_cast<size_t>(rcounts[me]), lo, out_span);
@@ -91,13 +118,13 @@ Prepared prepare_reduce_scatter_device(Context &ctx, const void *sbuf, void *rbu
     auto work = std::make_shared<cuda::DeviceBuffer>(displ[n] * extent);
     if (cuda::direct(ctx)) {
         cuda::copy(work->get(), input, static_cast<size_t>(in_span));
-        p.work = work->get();
-        p.reducer = std::make_unique<cuda::DeviceReducer>(op, dtype, extent);
-        p.options.memory = &cuda::device_memory();
-        p.then([work, rbuf, mine, out_span] {
+        call.work = work->get();
+        call.reduce_with(std::make_unique<cuda::DeviceReducer>(op, dtype, extent));
+        call.options.memory = &cuda::device_memory();
+        call.then([work, rbuf, mine, out_span] {
             cuda::copy(rbuf, work->get() + mine, static_cast<size_t>(out_span));
         });
-        return p;
+        return;
     }
     // In place, results written to rbuf would overwrite input not yet staged: stage from
     // a copy then.
@@ -110,16 +137,15 @@ Prepared prepare_reduce_scatter_device(Context &ctx, const void *sbuf, void *rbu
         StagingRegion{const_cast<char *>(source), 0, uint64_t(in_span)},
         StagingRegion{work->get(), 0, displ[n] * extent},
         StagingRegion{static_cast<char *>(rbuf), mine, mine + uint64_t(out_span)});
-    p.reducer = std::make_unique<OpReducer>(op, dtype, extent);
-    p.options = staged->options();
-    p.then([work, staged] { staged->finish(); });
-    return p;
+    call.reduce_with(op, dtype, extent);
+    call.options = staged->options();
+    call.then([work, staged] { staged->finish(); });
 }
 
 // Host copies of the buffers for the module below.
-cuda::HostCopies reduce_scatter_copies(const void *sbuf, void *rbuf, const std::vector<int> &counts,
+cuda::HostCopies reduce_scatter_copies(const void *sbuf, void *rbuf, const Counts &counts,
                                        ompi_datatype_t *dtype, ompi_communicator_t *comm) {
-    const size_t total = std::accumulate(counts.begin(), counts.end(), size_t(0));
+    const size_t total = counts.total();
     const size_t own = static_cast<size_t>(counts[ompi_comm_rank(comm)]);
     const bool in_place = sbuf == MPI_IN_PLACE;
     return cuda::HostCopies{
@@ -129,10 +155,6 @@ cuda::HostCopies reduce_scatter_copies(const void *sbuf, void *rbuf, const std::
 
 #endif
 
-size_t total_of(const std::vector<int> &counts) {
-    return std::accumulate(counts.begin(), counts.end(), size_t(0));
-}
-
 const char *unsupported_for(ompi_datatype_t *dtype, ompi_op_t *op, size_t elements) {
     size_t type_size = 0;
     ompi_datatype_type_size(dtype, &type_size);
@@ -140,26 +162,26 @@ const char *unsupported_for(ompi_datatype_t *dtype, ompi_op_t *op, size_t elemen
     return why ? why : too_small(type_size * elements);
 }
 
-// MPI_Reduce_scatter's row of the collectives' table (coll_themis_entry.h); the counts are
-// the call's own copy (a held call may outlive the user's array).
+// MPI_Reduce_scatter's row of the collectives' table (coll_themis_entry.h); a copy of the
+// arguments owns its counts (Counts).
 struct ReduceScatter {
     struct Args {
         const void *sbuf;
         void *rbuf;
-        std::vector<int> counts;
+        Counts counts;
         ompi_datatype_t *dtype;
         ompi_op_t *op;
     };
     static constexpr int slot = THEMIS_COLL_REDUCE_SCATTER;
     static const char *unsupported(const Args &a, ompi_communicator_t *) {
-        return unsupported_for(a.dtype, a.op, total_of(a.counts));
+        return unsupported_for(a.dtype, a.op, a.counts.total());
     }
-    static Prepared prepare(Context &ctx, const Args &a) {
-        return prepare_reduce_scatter(ctx, a.sbuf, a.rbuf, a.counts, a.dtype, a.op);
+    static void prepare(Context &ctx, const Args &a, Call &call) {
+        prepare_reduce_scatter(ctx, a.sbuf, a.rbuf, a.counts, a.dtype, a.op, call);
     }
 #if THEMIS_HAVE_CUDA
-    static Prepared prepare_device(Context &ctx, const Args &a) {
-        return prepare_reduce_scatter_device(ctx, a.sbuf, a.rbuf, a.counts, a.dtype, a.op);
+    static void prepare_device(Context &ctx, const Args &a, Call &call) {
+        prepare_reduce_scatter_device(ctx, a.sbuf, a.rbuf, a.counts, a.dtype, a.op, call);
     }
     static cuda::HostCopies host_copies(const Args &a, ompi_communicator_t *comm) {
         return reduce_scatter_copies(a.sbuf, a.rbuf, a.counts, a.dtype, comm);
@@ -207,9 +229,8 @@ struct ReduceScatterBlock : ReduceScatter {
 THEMIS_ENTRY_POINTS(
     reduce_scatter, ReduceScatter,
     (const void *sbuf, void *rbuf, const int *rcounts, ompi_datatype_t *dtype, ompi_op_t *op),
-    (ReduceScatter::Args{sbuf, rbuf, std::vector<int>(rcounts, rcounts + ompi_comm_size(comm)),
-                         dtype, op}))
+    (ReduceScatter::Args{sbuf, rbuf, Counts::of(rcounts, ompi_comm_size(comm)), dtype, op}))
 THEMIS_ENTRY_POINTS(
     reduce_scatter_block, ReduceScatterBlock,
     (const void *sbuf, void *rbuf, int rcount, ompi_datatype_t *dtype, ompi_op_t *op),
-    (ReduceScatter::Args{sbuf, rbuf, std::vector<int>(ompi_comm_size(comm), rcount), dtype, op}))
+    (ReduceScatter::Args{sbuf, rbuf, Counts::all(rcount, ompi_comm_size(comm)), dtype, op}))

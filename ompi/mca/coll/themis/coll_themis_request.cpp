@@ -17,19 +17,12 @@ namespace themis {
 
 namespace {
 
-struct Outstanding {
-    ompi_request_t *request;
-    std::unique_ptr<PendingCall> call;
-    bool freed;                   // MPI_Request_free came first: release the request when done
-    void *cuda_context = nullptr; // CUDA builds: the context current where the call started
-};
-
 // Every call in flight in this process, in start order. Under MPI_THREAD_MULTIPLE every
 // thread that waits runs Open MPI's progress loop, and threads start calls at once: the
 // list is touched only under calls_mutex.
 std::mutex calls_mutex;
-std::vector<Outstanding> &outstanding() {
-    static std::vector<Outstanding> calls;
+std::vector<std::unique_ptr<Call>> &outstanding() {
+    static std::vector<std::unique_ptr<Call>> calls;
     return calls;
 }
 
@@ -54,8 +47,8 @@ void release(ompi_request_t *request) {
 int free_request(ompi_request_t **request) {
     if (!REQUEST_COMPLETE(*request)) {
         std::lock_guard<std::mutex> lock(calls_mutex);
-        for (Outstanding &o : outstanding())
-            if (o.request == *request) o.freed = true;
+        for (const std::unique_ptr<Call> &call : outstanding())
+            if (call->tracking.request == *request) call->tracking.freed = true;
     } else {
         release(*request);
     }
@@ -63,12 +56,12 @@ int free_request(ompi_request_t **request) {
     return OMPI_SUCCESS;
 }
 
-void complete(Outstanding &o, int rc) {
-    o.request->req_status.MPI_ERROR = rc;
+void complete(const Call::Tracking &t, int rc) {
+    t.request->req_status.MPI_ERROR = rc;
     // Also for a freed request: completion runs what MPI attached to it (the user op and
     // datatypes it retained, below).
-    ompi_request_complete(o.request, true);
-    if (o.freed) release(o.request);
+    ompi_request_complete(t.request, true);
+    if (t.freed) release(t.request);
 }
 
 // The progress callback. Stages test their messages without re-entering the progress
@@ -89,28 +82,28 @@ int progress_calls() {
     for (size_t i = 0; i < calls.size();) {
         int rc = OMPI_SUCCESS;
         bool done = false;
+        const Call::Tracking t = calls[i]->tracking;
         {
 #if THEMIS_HAVE_CUDA
             // Its device work runs in the context it started in, whichever thread polls;
             // so does its release (device and pinned memory are freed in a context).
-            cuda::ContextScope scope(calls[i].cuda_context);
+            cuda::ContextScope scope(t.cuda_context);
 #endif
             try {
-                done = calls[i].call->progress();
+                done = calls[i]->progress();
             } catch (const std::exception &e) {
                 rc = report_failure("a nonblocking collective", e);
                 done = true;
             }
             // Its temporaries and references go before the request completes.
-            if (done) calls[i].call.reset();
+            if (done) calls[i].reset();
         }
         if (!done) {
             ++i;
             continue;
         }
-        Outstanding o = std::move(calls[i]);
         calls.erase(calls.begin() + static_cast<long>(i));
-        complete(o, rc);
+        complete(t, rc);
         ++completed;
     }
     current_pass = 0;
@@ -140,18 +133,18 @@ ompi_request_t *new_request(ompi_communicator_t *comm, bool persistent = false) 
 bool registered = false; // the progress callback, from the first call to component close
 
 // Hands a started call to the progress loop; it completes `request`.
-void track(ompi_request_t *request, std::unique_ptr<PendingCall> call) {
+void track(ompi_request_t *request, std::unique_ptr<Call> call) {
+    call->tracking.request = request;
+#if THEMIS_HAVE_CUDA
+    call->tracking.cuda_context = cuda::current_context();
+#endif
     std::lock_guard<std::mutex> lock(calls_mutex);
     // Registered once: an idle callback costs one test.
     if (!registered) {
         opal_progress_register(progress_calls);
         registered = true;
     }
-    Outstanding o{request, std::move(call), false};
-#if THEMIS_HAVE_CUDA
-    o.cuda_context = cuda::current_context();
-#endif
-    outstanding().push_back(std::move(o));
+    outstanding().push_back(std::move(call));
 }
 
 // req_start of a persistent request (MPI_Start, MPI_Startall): one run each.
@@ -181,8 +174,7 @@ int start_persistent(size_t count, ompi_request_t **requests) {
 
 uint64_t progress_pass() { return current_pass; }
 
-int start_request(std::unique_ptr<PendingCall> call, ompi_communicator_t *comm,
-                  ompi_request_t **request) {
+int start_request(std::unique_ptr<Call> call, ompi_communicator_t *comm, ompi_request_t **request) {
     *request = new_request(comm);
     track(*request, std::move(call));
     return OMPI_SUCCESS;

@@ -250,6 +250,7 @@ std::unique_ptr<Context> Context::create(mca_coll_themis_module_t *m, ompi_commu
         return nullptr;
     }
     ctx->setup_device_direct(m, placement.node_of, all_cuda);
+    ctx->resolve_settings(); // the chunk count depends on device-direct mode
     if (!ctx->device_direct()) ctx->setup_node_transport(m, placement.node_of);
     // Every rank has a transport now: the rates are measured over it.
     LogEvent selected("selected");

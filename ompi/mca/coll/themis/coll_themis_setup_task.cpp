@@ -129,35 +129,6 @@ class Fiber {
 };
 thread_local Fiber *Fiber::running_ = nullptr;
 
-// ------------------------------------------------------------------------ held calls
-struct Held {
-    Launch launch;
-    std::unique_ptr<PendingCall> call; // once launched
-    std::string failure;               // the launch failed
-    std::atomic<bool> launched{false};
-};
-
-class HeldCall : public PendingCall {
-  public:
-    HeldCall(std::shared_ptr<Held> held, ompi_communicator_t *comm)
-        : held_(std::move(held)), comm_(comm) {
-        OBJ_RETAIN(comm_); // the set-up needs it until then, even if the user frees it
-    }
-    ~HeldCall() override {
-        held_.reset();
-        OBJ_RELEASE(comm_);
-    }
-    bool progress() override {
-        if (!held_->launched.load(std::memory_order_acquire)) return false;
-        if (!held_->call) throw std::runtime_error(held_->failure);
-        return held_->call->progress();
-    }
-
-  private:
-    std::shared_ptr<Held> held_;
-    ompi_communicator_t *comm_;
-};
-
 // ------------------------------------------------------------------------------ tasks
 struct SetupTask {
     mca_coll_themis_module_t *m;
@@ -166,7 +137,9 @@ struct SetupTask {
     std::thread::id owner = std::this_thread::get_id();
     std::unique_ptr<Fiber> fiber;
     std::unique_ptr<Context> result;
-    std::vector<std::shared_ptr<Held>> held; // in the order the calls came
+    // Calls held until it ends, in the order they came; each one's request owns it, and
+    // cannot complete before it is launched.
+    std::vector<Call *> held;
 #if THEMIS_HAVE_CUDA
     void *cuda_context = cuda::current_context(); // the set-up's device work runs there
 #endif
@@ -204,7 +177,7 @@ void conclude(SetupTask &task) {
     themis_context &state = *m->context;
     state.context = std::move(task.result);
     if (!state.context && state.dup) state.fallback = mca_coll_themis_fallback_new(state.dup);
-    std::vector<std::shared_ptr<Held>> held;
+    std::vector<Call *> held;
     {
         std::lock_guard<std::mutex> hold(tasks_lock);
         m->setup_state = state.context ? THEMIS_SETUP_READY : THEMIS_SETUP_DECLINED;
@@ -215,14 +188,7 @@ void conclude(SetupTask &task) {
             .add("calls", held.size())
             .add("on", state.context ? "themis" : "below")
             .emit(1, task.comm);
-    for (const std::shared_ptr<Held> &h : held) {
-        try {
-            h->call = h->launch();
-        } catch (const std::exception &e) {
-            h->failure = e.what();
-        }
-        h->launched.store(true, std::memory_order_release);
-    }
+    for (Call *call : held) call->launch();
     OBJ_RELEASE(task.comm);
 }
 
@@ -332,18 +298,18 @@ void finish_setup(mca_coll_themis_module_t *m) {
     while (m->setup_state == THEMIS_SETUP_RUNNING) opal_progress();
 }
 
-std::unique_ptr<PendingCall> hold_until_setup(mca_coll_themis_module_t *m, Launch launch) {
-    auto held = std::make_shared<Held>();
-    held->launch = std::move(launch);
+void hold_until_setup(mca_coll_themis_module_t *m, Call &call, Launch launch) {
+    // The set-up needs the communicator until then, even if the user frees it.
+    call.hold(std::move(launch), m->comm);
     {
         std::lock_guard<std::mutex> hold(tasks_lock);
         if (m->setup_state == THEMIS_SETUP_RUNNING) {
             for (const auto &t : tasks())
-                if (t->m == m) t->held.push_back(held);
-            return std::make_unique<HeldCall>(held, m->comm);
+                if (t->m == m) t->held.push_back(&call);
+            return;
         }
     }
-    return held->launch(); // it ended meanwhile (another thread)
+    call.launch(); // it ended meanwhile (another thread)
 }
 
 void setup_wait(ompi_request_t *request, const char *what) {

@@ -31,7 +31,7 @@
 #include <memory>
 
 #include "coll_themis.h"
-#include "coll_themis_request.h"
+#include "coll_themis_call.h"
 
 namespace themis {
 
@@ -45,10 +45,11 @@ inline bool setup_running(const mca_coll_themis_module_t *m) {
     return m->setup_state == THEMIS_SETUP_RUNNING;
 }
 
-// A call held until m's set-up ends; then `launch()` gives the call that runs it, in the
-// order the calls came. A launch that throws completes the request with an error.
-using Launch = std::function<std::unique_ptr<PendingCall>()>;
-std::unique_ptr<PendingCall> hold_until_setup(mca_coll_themis_module_t *m, Launch launch);
+// Holds `call` until m's set-up ends; then `launch` fills it in (Call::hold), calls in the
+// order they came. A launch that throws completes the request with an error. Launched at
+// once if the set-up ended meanwhile (another thread).
+using Launch = std::function<void(Call &)>;
+void hold_until_setup(mca_coll_themis_module_t *m, Call &call, Launch launch);
 
 // Inside a set-up: a duplicate of `comm` whose collectives never come back to themis,
 // made without any collective of `comm` (its id agreed in group mode, over a tag of its own).

@@ -22,10 +22,6 @@ namespace {
 // Largest part: what one MPI count of bytes can carry, rounded down to a power of two.
 constexpr size_t kMaxPartBytes = size_t(1) << 30;
 
-struct PmlRequest {
-    std::vector<ompi_request_t *> parts;
-};
-
 void check(int rc, const char *what) {
     if (rc != OMPI_SUCCESS)
         throw std::runtime_error(std::string("PML ") + what + " failed with error " +
@@ -48,17 +44,24 @@ int PmlTransport::peer_rank(int dim, int peer) const {
 int PmlTransport::wire_tag(int dim, int tag) { return (dim << kTagBits) | tag; }
 
 // Posts one PML operation per part of at most part_bytes; post(offset, bytes, &req).
-template <typename Post> Transport::Request post_parts(size_t bytes, size_t part_bytes, Post post) {
-    auto *req = new PmlRequest;
+template <typename Post>
+Transport::Request PmlTransport::post_parts(size_t bytes, size_t part_bytes, Post post) {
+    std::unique_ptr<Parts> req;
+    if (spare_.empty()) {
+        req = std::make_unique<Parts>();
+    } else {
+        req = std::move(spare_.back());
+        spare_.pop_back();
+    }
     size_t off = 0;
     do {
         ompi_request_t *r = nullptr;
         const size_t n = std::min(part_bytes, bytes - off);
         post(off, static_cast<int>(n), &r);
-        req->parts.push_back(r);
+        req->push_back(r);
         off += n;
     } while (off < bytes);
-    return req;
+    return req.release();
 }
 
 Transport::Request PmlTransport::isend(int dim, int peer, const void *buf, size_t bytes, int tag) {
@@ -80,15 +83,16 @@ Transport::Request PmlTransport::irecv(int dim, int peer, void *buf, size_t byte
 }
 
 bool PmlTransport::test(Request handle) {
-    auto *req = static_cast<PmlRequest *>(handle);
-    for (ompi_request_t *r : req->parts)
+    auto *req = static_cast<Parts *>(handle);
+    for (ompi_request_t *r : *req)
         if (!REQUEST_COMPLETE(r)) return false;
     int error = OMPI_SUCCESS;
-    for (ompi_request_t *&r : req->parts) {
+    for (ompi_request_t *&r : *req) {
         if (r->req_status.MPI_ERROR != OMPI_SUCCESS) error = r->req_status.MPI_ERROR;
         ompi_request_free(&r);
     }
-    delete req;
+    req->clear(); // kept, with its room, for a later message
+    spare_.emplace_back(req);
     check(error, "transfer");
     return true;
 }

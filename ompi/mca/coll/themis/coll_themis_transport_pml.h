@@ -5,7 +5,9 @@
 // engine tag, which stays below 2^24 as pml/ucx requires. A peer is named by its coordinate in a
 // dimension and found through the rank layout. A message longer than its dimension's
 // part size travels as several parts of at most that size, same tag, matched in order
-// (MPI's non-overtaking rule); sender and receiver must use the same part sizes.
+// (MPI's non-overtaking rule); sender and receiver must use the same part sizes. A
+// message's request (its parts' PML requests) is kept for a later message once complete:
+// the messages of repeated calls allocate nothing here.
 #pragma once
 
 #include "coll_themis_prelude.h"
@@ -13,6 +15,7 @@
 #include "ompi/communicator/communicator.h"
 #include "ompi/request/request.h"
 
+#include <memory>
 #include <vector>
 
 #include "rank_layout.h"
@@ -35,13 +38,16 @@ class PmlTransport : public Transport {
     const char *name() const override { return "pml"; }
 
   private:
+    using Parts = std::vector<ompi_request_t *>; // a message's request: its parts' requests
     int peer_rank(int dim, int peer) const;
     static int wire_tag(int dim, int tag);
+    template <typename Post> Request post_parts(size_t bytes, size_t part_bytes, Post post);
 
     ompi_communicator_t *comm_;
     const RankLayout &layout_;
     int my_position_;
-    std::vector<size_t> part_bytes_; // per dimension
+    std::vector<size_t> part_bytes_;            // per dimension
+    std::vector<std::unique_ptr<Parts>> spare_; // requests of completed messages
 };
 
 // The largest message Open MPI's ob1 sends to `rank` of `comm` without a rendezvous

@@ -9,7 +9,7 @@
 #include <stdexcept>
 
 #include "coll_themis_cuda.h"
-#include "coll_themis_request.h"
+#include "coll_themis_call.h"
 
 namespace themis {
 namespace cuda {
@@ -22,31 +22,14 @@ struct HostCopies {
 };
 
 // A call the module below runs on host copies: complete once the module's request is (its
-// own progress moves it), then the results go back to the device. A nonblocking call's
-// request is freed then; a persistent one's is left inactive for its next start.
-class ThroughHostCall : public PendingCall {
-  public:
-    ThroughHostCall(ompi_request_t *inner, std::shared_ptr<HostCopies> copies, bool persistent)
-        : inner_(inner), copies_(std::move(copies)), persistent_(persistent) {}
-    bool progress() override {
-        if (!REQUEST_COMPLETE(inner_)) return false;
-        const int rc = inner_->req_status.MPI_ERROR;
-        if (persistent_) {
-            int completed = 0; // complete: made inactive, as MPI_Test does
-            ompi_request_test(&inner_, &completed, MPI_STATUS_IGNORE);
-        } else {
-            ompi_request_free(&inner_);
-        }
-        if (rc != OMPI_SUCCESS) throw std::runtime_error("the previous module's call failed");
-        copies_->recv->copy_back(copies_->back);
-        return true;
-    }
-
-  private:
-    ompi_request_t *inner_;
-    std::shared_ptr<HostCopies> copies_;
-    bool persistent_;
-};
+// own progress moves it), then the results go back to the device (Call::then). A
+// nonblocking call's request is freed then; a persistent one's is left inactive for its
+// next start.
+inline void below_through_host(Call &call, ompi_request_t *inner,
+                               std::shared_ptr<HostCopies> copies, bool persistent) {
+    call.below(inner, persistent);
+    call.then([copies] { copies->recv->copy_back(copies->back); });
+}
 
 // The module below's persistent request on host copies of a call's device buffers, made
 // once at init; every start copies the device data in again and starts it.
@@ -67,16 +50,23 @@ class ThroughHostPersistent {
     ~ThroughHostPersistent() { ompi_request_free(&inner_); }
     ThroughHostPersistent(const ThroughHostPersistent &) = delete;
     ThroughHostPersistent &operator=(const ThroughHostPersistent &) = delete;
-    std::unique_ptr<PendingCall> start() {
+    std::unique_ptr<Call> start() {
         copies_->send->refresh();
         copies_->recv->refresh(); // in place it holds the input
+        auto call = std::make_unique<Call>();
         // An empty call may get a request that is complete from the start and cannot be
         // started (Open MPI's ompi_request_empty); MPI_Start leaves it as it is.
-        if (inner_->req_start == nullptr) return std::make_unique<FinishedCall>(OMPI_SUCCESS);
+        if (inner_->req_start == nullptr) {
+            call->finished(OMPI_SUCCESS);
+            return call;
+        }
         ompi_request_t *started = inner_;
         const int rc = inner_->req_start(1, &started); // what MPI_Start does
-        if (rc != OMPI_SUCCESS) return std::make_unique<FinishedCall>(rc, "MPI_Start failed");
-        return std::make_unique<ThroughHostCall>(inner_, copies_, true);
+        if (rc != OMPI_SUCCESS)
+            call->finished(rc, "MPI_Start failed");
+        else
+            below_through_host(*call, inner_, copies_, true);
+        return call;
     }
 
   private:
@@ -88,14 +78,13 @@ class ThroughHostPersistent {
 // null: blocking, the results copied back before it returns; else *out becomes the call in
 // flight. Throws where a copy fails.
 template <typename Copies, typename Below>
-int through_host(const Copies &copies, const Below &below, std::unique_ptr<PendingCall> *out) {
+int through_host(const Copies &copies, const Below &below, Call *out) {
     HostCopies host = copies();
     ompi_request_t *inner = nullptr;
     const int rc = below(host.send->get(), host.recv->get(), out ? &inner : nullptr);
     if (rc != OMPI_SUCCESS) return rc;
     if (out)
-        *out = std::make_unique<ThroughHostCall>(
-            inner, std::make_shared<HostCopies>(std::move(host)), false);
+        below_through_host(*out, inner, std::make_shared<HostCopies>(std::move(host)), false);
     else
         host.recv->copy_back(host.back);
     return OMPI_SUCCESS;
