@@ -27,7 +27,7 @@
 #include <dlfcn.h>
 #include <mpi.h>
 #include <pthread.h>
-#include <mpi-ext.h> /* MPIX_Allreduce_init (pcollreq) */
+#include "../common/persistent_coll.h" /* MPI(X)_*_init, per series */
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -260,7 +260,7 @@ static void persistent_case(size_t count)
     int32_t *h = malloc(bytes);
     struct buf s = alloc_buf(on_dev(0), bytes), r = alloc_buf(on_dev(1), bytes);
     MPI_Request req;
-    int rc = MPIX_Allreduce_init(s.p, r.p, (int) count, MPI_INT, MPI_SUM, MPI_COMM_WORLD,
+    int rc = Persistent_allreduce_init(s.p, r.p, (int) count, MPI_INT, MPI_SUM, MPI_COMM_WORLD,
                                  MPI_INFO_NULL, &req);
     if (rc != MPI_SUCCESS) fail("persistent allreduce init: error %d", rc);
     for (int c = 0; rc == MPI_SUCCESS && c < 3; ++c) {

@@ -4,7 +4,7 @@
  * rather than the case runner's hashed inputs, so that many calls can share one check. */
 #include "mpi_check.h"
 
-#include <mpi-ext.h> /* MPIX_*_init: Open MPI's pcollreq extension */
+#include "../common/persistent_coll.h" /* MPI(X)_*_init, per series */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -361,19 +361,19 @@ static void persistent_rounds(comm_info *c)
         int rc;
         switch (f) {
         case C_ALLREDUCE:
-            rc = MPIX_Allreduce_init(x->in, x->out, count, MPI_INT, sum, c->comm,
+            rc = Persistent_allreduce_init(x->in, x->out, count, MPI_INT, sum, c->comm,
                                      MPI_INFO_NULL, &reqs[f]);
             break;
         case C_REDUCE_SCATTER:
-            rc = MPIX_Reduce_scatter_init(x->in, x->out, counts, MPI_INT, sum, c->comm,
+            rc = Persistent_reduce_scatter_init(x->in, x->out, counts, MPI_INT, sum, c->comm,
                                           MPI_INFO_NULL, &reqs[f]);
             break;
         case C_REDUCE_SCATTER_BLOCK:
-            rc = MPIX_Reduce_scatter_block_init(x->in, x->out, per_rank, MPI_INT, sum,
+            rc = Persistent_reduce_scatter_block_init(x->in, x->out, per_rank, MPI_INT, sum,
                                                 c->comm, MPI_INFO_NULL, &reqs[f]);
             break;
         default:
-            rc = MPIX_Allgather_init(x->in + (size_t) c->rank * per_rank,
+            rc = Persistent_allgather_init(x->in + (size_t) c->rank * per_rank,
                                      per_rank / per_block, block, x->out,
                                      per_rank / per_block, block, c->comm, MPI_INFO_NULL,
                                      &reqs[f]);

@@ -34,7 +34,7 @@
  * rank). Exit status 1 on any failure, 2 on bad options.
  */
 #include <mpi.h>
-#include <mpi-ext.h> /* MPIX_Allreduce_init and the other persistent forms (pcollreq) */
+#include "../common/persistent_coll.h" /* MPI(X)_*_init, per series */
 
 #include <dirent.h>
 #include <getopt.h>
@@ -326,7 +326,7 @@ static int run_allreduce(const call_t *c, void *s, void *r, MPI_Request *q)
     switch (c->form) {
     case FORM_BLOCKING: return MPI_Allreduce(send, recv, n, t, op, c->comm);
     case FORM_NONBLOCKING: return MPI_Iallreduce(send, recv, n, t, op, c->comm, q);
-    default: return MPIX_Allreduce_init(send, recv, n, t, op, c->comm, MPI_INFO_NULL, q);
+    default: return Persistent_allreduce_init(send, recv, n, t, op, c->comm, MPI_INFO_NULL, q);
     }
 }
 static int run_reduce_scatter(const call_t *c, void *s, void *r, MPI_Request *q)
@@ -339,7 +339,7 @@ static int run_reduce_scatter(const call_t *c, void *s, void *r, MPI_Request *q)
     switch (c->form) {
     case FORM_BLOCKING: return MPI_Reduce_scatter(send, recv, counts, t, op, c->comm);
     case FORM_NONBLOCKING: return MPI_Ireduce_scatter(send, recv, counts, t, op, c->comm, q);
-    default: return MPIX_Reduce_scatter_init(send, recv, counts, t, op, c->comm, MPI_INFO_NULL, q);
+    default: return Persistent_reduce_scatter_init(send, recv, counts, t, op, c->comm, MPI_INFO_NULL, q);
     }
 }
 static int run_reduce_scatter_block(const call_t *c, void *s, void *r, MPI_Request *q)
@@ -352,7 +352,7 @@ static int run_reduce_scatter_block(const call_t *c, void *s, void *r, MPI_Reque
     case FORM_BLOCKING: return MPI_Reduce_scatter_block(send, recv, n, t, op, c->comm);
     case FORM_NONBLOCKING: return MPI_Ireduce_scatter_block(send, recv, n, t, op, c->comm, q);
     default:
-        return MPIX_Reduce_scatter_block_init(send, recv, n, t, op, c->comm, MPI_INFO_NULL, q);
+        return Persistent_reduce_scatter_block_init(send, recv, n, t, op, c->comm, MPI_INFO_NULL, q);
     }
 }
 static int run_allgather(const call_t *c, void *s, void *r, MPI_Request *q)
@@ -363,7 +363,7 @@ static int run_allgather(const call_t *c, void *s, void *r, MPI_Request *q)
     switch (c->form) {
     case FORM_BLOCKING: return MPI_Allgather(send, sn, st, r, rn, rt, c->comm);
     case FORM_NONBLOCKING: return MPI_Iallgather(send, sn, st, r, rn, rt, c->comm, q);
-    default: return MPIX_Allgather_init(send, sn, st, r, rn, rt, c->comm, MPI_INFO_NULL, q);
+    default: return Persistent_allgather_init(send, sn, st, r, rn, rt, c->comm, MPI_INFO_NULL, q);
     }
 }
 
@@ -903,15 +903,15 @@ static int make_persistent(int form, const int *in, int *out, int block, MPI_Req
     for (int r = 0; r < world_size; ++r) counts[r] = block;
     const int all = block * world_size;
     switch (form) {
-    case 0: return MPIX_Allreduce_init(in, out, all, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, q);
+    case 0: return Persistent_allreduce_init(in, out, all, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, q);
     case 1:
-        return MPIX_Reduce_scatter_init(in, out, counts, MPI_INT, MPI_SUM, MPI_COMM_WORLD,
+        return Persistent_reduce_scatter_init(in, out, counts, MPI_INT, MPI_SUM, MPI_COMM_WORLD,
                                         MPI_INFO_NULL, q);
     case 2:
-        return MPIX_Reduce_scatter_block_init(in, out, block, MPI_INT, MPI_SUM, MPI_COMM_WORLD,
+        return Persistent_reduce_scatter_block_init(in, out, block, MPI_INT, MPI_SUM, MPI_COMM_WORLD,
                                               MPI_INFO_NULL, q);
     default:
-        return MPIX_Allgather_init(in, block, MPI_INT, out, block, MPI_INT, MPI_COMM_WORLD,
+        return Persistent_allgather_init(in, block, MPI_INT, out, block, MPI_INT, MPI_COMM_WORLD,
                                    MPI_INFO_NULL, q);
     }
 }
