@@ -93,13 +93,6 @@ cuda::HostCopies allreduce_copies(const void *sbuf, void *rbuf, int count, ompi_
 }
 #endif
 
-const char *allreduce_unsupported(int count, ompi_datatype_t *dtype, ompi_op_t *op) {
-    size_t type_size = 0;
-    ompi_datatype_type_size(dtype, &type_size);
-    const char *unsupported = reduction_unsupported(dtype, op);
-    return unsupported ? unsupported : too_small(type_size * static_cast<size_t>(count));
-}
-
 // MPI_Allreduce's row of the collectives' table (coll_themis_entry.h).
 struct Allreduce {
     struct Args {
@@ -111,7 +104,7 @@ struct Allreduce {
     };
     static constexpr int slot = THEMIS_COLL_ALLREDUCE;
     static const char *unsupported(const Args &a, ompi_communicator_t *) {
-        return allreduce_unsupported(a.count, a.dtype, a.op);
+        return reduction_call_unsupported(a.dtype, a.op, static_cast<size_t>(a.count));
     }
     static void prepare(Context &ctx, const Args &a, Call &call) {
         prepare_allreduce(ctx, a.sbuf, a.rbuf, a.count, a.dtype, a.op, call);

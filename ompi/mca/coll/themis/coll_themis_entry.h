@@ -333,4 +333,14 @@ inline const char *too_small(size_t bytes) {
     return bytes < mca_coll_themis_component.min_bytes ? "below coll_themis_min_bytes" : nullptr;
 }
 
+// Why a reduction over `elements` of `dtype` with `op` is not themis's (its type or op, or
+// its size); nullptr when it is.
+inline const char *reduction_call_unsupported(ompi_datatype_t *dtype, ompi_op_t *op,
+                                              size_t elements) {
+    size_t type_size = 0;
+    ompi_datatype_type_size(dtype, &type_size);
+    const char *why = reduction_unsupported(dtype, op);
+    return why ? why : too_small(type_size * elements);
+}
+
 } // namespace themis

@@ -155,13 +155,6 @@ cuda::HostCopies reduce_scatter_copies(const void *sbuf, void *rbuf, const Count
 
 #endif
 
-const char *unsupported_for(ompi_datatype_t *dtype, ompi_op_t *op, size_t elements) {
-    size_t type_size = 0;
-    ompi_datatype_type_size(dtype, &type_size);
-    const char *why = reduction_unsupported(dtype, op);
-    return why ? why : too_small(type_size * elements);
-}
-
 // MPI_Reduce_scatter's row of the collectives' table (coll_themis_entry.h); a copy of the
 // arguments owns its counts (Counts).
 struct ReduceScatter {
@@ -174,7 +167,7 @@ struct ReduceScatter {
     };
     static constexpr int slot = THEMIS_COLL_REDUCE_SCATTER;
     static const char *unsupported(const Args &a, ompi_communicator_t *) {
-        return unsupported_for(a.dtype, a.op, a.counts.total());
+        return reduction_call_unsupported(a.dtype, a.op, a.counts.total());
     }
     static void prepare(Context &ctx, const Args &a, Call &call) {
         prepare_reduce_scatter(ctx, a.sbuf, a.rbuf, a.counts, a.dtype, a.op, call);
