@@ -12,8 +12,8 @@ import subprocess
 import sys
 import time
 
-from nsutil import (BUILD, HERE, ID_SUBNET, InNetns, MGMT_SUBNET, NETNS_DIR, OMPI_COMPONENT_DIR,
-                    TCP_FLAGS, die, kill_netns_procs, netns_pids)
+from nsutil import (HERE, ID_SUBNET, InNetns, MGMT_SUBNET, NETNS_DIR, TCP_FLAGS, die,
+                    kill_netns_procs, mpirun_flags, netns_pids, ompi)
 from topo import check_prefix, load_state, need_root, state_dir
 
 
@@ -27,18 +27,22 @@ _VAL_OPTS = {"-np", "--np", "-n", "-c", "-N", "--npernode", "-npernode", "--nper
              "--path", "--preload-files", "--cpu-set", "--cpus-per-proc", "--timeout", "--am",
              "--tune", "--stdin", "-stdin", "--merge-stderr-to-stdout-x", "--default-hostfile",
              "--xml-file", "--cpu-list", "--rankfile", "-rf", "--personality", "--display-map-x"}
-_MCA_OPTS = {"--mca", "-mca", "--gmca", "-gmca"}
+# options that set a parameter (KEY VALUE), by their canonical spelling: --prtemca and
+# --pmixmca are Open MPI 5.0's, for PRRTE's daemons and PMIx
+_MCA_OPTS = {"--mca": "--mca", "-mca": "--mca", "--gmca": "--gmca", "-gmca": "--gmca",
+             "--prtemca": "--prtemca", "--pmixmca": "--pmixmca"}
 
 
 def split_user_args(argv):
-    """-> (mca dict in order, other mpirun options, np or None, program argv)."""
+    """-> (parameter dict {(option, key): value} in order, other mpirun options, np or None,
+    program argv)."""
     mca, opts, np_, i = {}, [], None, 0
     while i < len(argv):
         a = argv[i]
         if a in _MCA_OPTS:
             if i + 2 >= len(argv):
                 die("%s needs KEY VALUE (and a program after it)" % a)
-            mca[argv[i + 1]] = argv[i + 2]
+            mca[(_MCA_OPTS[a], argv[i + 1])] = argv[i + 2]
             i += 3
         elif a in ("-np", "--np", "-n"):
             np_ = int(argv[i + 1])
@@ -55,46 +59,64 @@ def split_user_args(argv):
 
 
 def ensure_component():
-    so = os.path.join(BUILD, "component", "mca_coll_themis.so")
+    build = ompi()["build"]
+    so = os.path.join(build, "component", "mca_coll_themis.so")
     if not os.path.exists(so):
         print("netem: %s missing, building it" % so, file=sys.stderr)
-        p = subprocess.run(["timeout", "900", "make", "-C", BUILD, "component/mca_coll_themis.so"])
+        p = subprocess.run(["timeout", "900", "make", "-C", build, "component/mca_coll_themis.so"])
         if p.returncode != 0 or not os.path.exists(so):
-            die("could not build %s (make -C %s component/mca_coll_themis.so)" % (so, BUILD))
-    return os.path.join(BUILD, "component")
+            die("could not build %s (make -C %s component/mca_coll_themis.so)" % (so, build))
+    return os.path.join(build, "component")
+
+
+def add_flags(mca, opts, flags):
+    """mpirun_flags() output: its parameters into mca (by (option, key), as split_user_args),
+    everything else onto opts."""
+    i = 0
+    while i < len(flags):
+        if flags[i] in _MCA_OPTS and i + 2 < len(flags):
+            mca[(_MCA_OPTS[flags[i]], flags[i + 1])] = flags[i + 2]
+            i += 3
+        else:
+            opts.append(flags[i])
+            i += 1
 
 
 def build_mpirun(st, args, user):
     umca, uopts, unp, prog = split_user_args(user)
     np_ = unp if unp is not None else st["nranks"]
-    mca = {"pml": "ob1",
-           "btl": "vader,tcp,self" if (st["mode"] == "hosts" and st["intra"] == "shm") else "tcp,self",
-           "btl_tcp_if_include": ID_SUBNET,
-           "btl_tcp_flags": TCP_FLAGS,
-           # all ranks share this box's few cores; in hosts mode ORTE sees ppn ranks on ppn
-           # slots, does not consider them oversubscribed and lets idle ranks spin without
-           # yielding, which cost the 200 Mbit links 5-10 % (measured): always yield
-           "mpi_yield_when_idle": "1"}
+    base, mca = [], {}
+    add_flags(mca, base, mpirun_flags("base"))
+    mca[("--mca", "pml")] = "ob1"
+    add_flags(mca, base, mpirun_flags(
+        "btl", "sm,tcp,self" if (st["mode"] == "hosts" and st["intra"] == "shm") else "tcp,self"))
+    mca.update({("--mca", "btl_tcp_if_include"): ID_SUBNET,
+                ("--mca", "btl_tcp_flags"): TCP_FLAGS,
+                # all ranks share this box's few cores; in hosts mode the launcher sees ppn
+                # ranks on ppn slots, does not consider them oversubscribed and lets idle ranks
+                # spin without yielding, which cost the 200 Mbit links 5-10 % (measured, 4.1):
+                # always yield
+                ("--mca", "mpi_yield_when_idle"): "1"})
     if st["mode"] == "hosts":
-        mca.update({"plm_rsh_agent": os.path.join(state_dir(st["prefix"]), "agent.sh"),
-                    "plm_rsh_no_tree_spawn": "1",
-                    "oob_tcp_if_include": MGMT_SUBNET})
+        add_flags(mca, base, mpirun_flags("launch-agent", os.path.join(state_dir(st["prefix"]), "agent.sh")))
+        add_flags(mca, base, mpirun_flags("oob-if", MGMT_SUBNET))
     if args.themis:
-        mca["mca_base_component_path"] = ensure_component() + ":" + OMPI_COMPONENT_DIR
-        mca["coll_themis_dims"] = st["themis_spec"]
+        add_flags(mca, base, mpirun_flags("component-path", ensure_component() + ":" + ompi()["components"]))
+        mca[("--mca", "coll_themis_dims")] = st["themis_spec"]
         if not (st["mode"] == "hosts" and st["intra"] == "shm"):
-            # every dimension is an emulated link here (vader is off for the same reason):
-            # a single copy between the ranks of a host would bypass the node level's link
-            mca["coll_themis_node_transport"] = "transport"
+            # every dimension is an emulated link here (shared memory is off for the same
+            # reason): a single copy between the ranks of a host would bypass the node
+            # level's link
+            mca[("--mca", "coll_themis_node_transport")] = "transport"
     mca.update(umca)
     cmd = ["timeout", "-k", "10", str(args.timeout)]
     if st["mode"] == "hosts":
         cmd += ["ip", "netns", "exec", st["head"]]
-    cmd += ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-np", str(np_)]
+    cmd += [ompi()["mpirun"]] + base + ["-np", str(np_)]
     if st["mode"] == "hosts":
         cmd += ["--hostfile", os.path.join(state_dir(st["prefix"]), "hostfile"), "--map-by", "slot"]
-    for k, v in mca.items():
-        cmd += ["--mca", k, v]
+    for (opt, k), v in mca.items():
+        cmd += [opt, k, v]
     cmd += uopts
     if st["mode"] == "ranks" or st["intra"] == "net":
         # per-rank wrapper: PMIx relay + ip netns exec <prefix><rank>
@@ -145,7 +167,7 @@ def run_locked(st, cmd, timeout, capture=False):
         die("another `netem.py run`/`calibrate` is using network %s" % st["prefix"])
     with open(os.devnull) as devnull:
         p = subprocess.run(cmd, stdin=devnull, capture_output=capture, text=capture)
-    # orted daemonizes; relays exit within 0.5 s of their rank: give them a moment, then kill
+    # 4.1's orted daemonizes; relays exit within 0.5 s of their rank: give them a moment, then kill
     names = leftovers(st)
     end = time.monotonic() + (3.0 if p.returncode == 0 else 1.0)
     while time.monotonic() < end and any(netns_pids(n) for n in names):
@@ -163,7 +185,8 @@ def run_locked(st, cmd, timeout, capture=False):
 
 def relay(ns, ports, ready_w, parent, max_s):
     """Listen on 127.0.0.1:<port> inside `ns`, forward every connection to 127.0.0.1:<port> in
-    the namespace we were started in (where the PMIx server of mpirun/orted listens)."""
+    the namespace we were started in (where the PMIx server of mpirun or the host's daemon
+    listens)."""
     listeners = {}
     with InNetns(ns):
         for port in ports:

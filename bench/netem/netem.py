@@ -11,22 +11,28 @@ No latency emulation (this kernel has no netem qdisc): bandwidth shaping only.
   netem.py calibrate [--seconds 1] [--load]        pair bandwidth per dimension vs tc rate
   netem.py topo-file > net.topo                    hosts mode: coll_themis_topo_file of the network
   netem.py status | down
+  netem.py ompi [KEY]                              the Open MPI and build directory it uses
+
+Open MPI: $THEMIS_OMPI=PREFIX (Open MPI 4.1 or 5.0 installed there), else the one coll/themis's
+build directory was configured against; build directory $THEMIS_BUILD_DIR, default
+<repo>/build-<basename PREFIX>, or <repo>/build (Debian's 4.1 on PATH).
 
 Modes (see bench/netem/README.md):
   ranks  one namespace per rank, one shaped link per dimension into a per-(dimension, group)
          bridge, identity /32 address per rank routed dimension-order by the kernel. One mpirun
          in the root namespace; each rank goes through a wrapper that relays PMIx into its
          namespace. Open MPI sees ONE node (coll/han steps aside).
-  hosts  namespaces <p>h<i> are Open MPI nodes (hostfile names), each running one orted in its
-         own UTS namespace, started by a generated launch agent; mpirun runs in <p>head; ORTE
-         talks over an unshaped management bridge. Ranks per host = --ppn (the first dimensions).
+  hosts  namespaces <p>h<i> are Open MPI nodes (hostfile names), each running one daemon (4.1:
+         orted, 5.0: prted) in its own UTS namespace, started by a generated launch agent;
+         mpirun runs in <p>head; the daemons talk over an unshaped management bridge. Ranks per
+         host = --ppn (the first dimensions).
          --intra net (default): every rank still has its own namespace and shaped links for
            EVERY dimension (data plane = ranks mode), the wrapper relays PMIx to its host's
-           orted. Every dimension shaped AND han sees ppn ranks per node.
-         --intra shm: ranks live in their host's namespace and use vader (shared memory,
-           unshaped) inside the host; the host has one shaped NIC per inter-host dimension,
-           at ppn x the per-rank rate (the ranks of a host share it), with the same
-           identity-address routing between hosts.
+           daemon. Every dimension shaped AND han sees ppn ranks per node.
+         --intra shm: ranks live in their host's namespace and use shared memory (vader on
+           4.1, sm on 5.0; unshaped) inside the host; the host has one shaped NIC per
+           inter-host dimension, at ppn x the per-rank rate (the ranks of a host share it),
+           with the same identity-address routing between hosts.
 """
 
 import argparse
@@ -36,8 +42,8 @@ import shutil
 import sys
 import time
 
-from nsutil import (BUILD, DEFAULT_MTU, HERE, InNetns, NetemError, die, ip_batch, run_cmd,
-                    write_sysctls)
+from nsutil import (DEFAULT_MTU, HERE, InNetns, NetemError, die, ip_batch, mpirun_flags, ompi,
+                    run_cmd, write_sysctls)
 from topo import (Topo, check_prefix, expand_list, goodput, load_state, names_of_other_networks,
                   need_root, ours_by_pattern, parse_bw_mbit, parse_dims, prod, state_dir, tbf_args,
                   teardown, verify)
@@ -55,7 +61,8 @@ def cmd_check(args, quiet=False):
                 print("netem check: MISSING: " + p)
         else:
             print("netem check: OK (root; netns, veth, bridge, tbf, setns, unshare --uts; "
-                  "ip, tc, timeout, unshare, hostname, mpirun present)")
+                  "ip, tc, timeout, unshare, hostname present; Open MPI %s: %s)"
+                  % (mpirun_flags("series")[0], ompi()["mpirun"]))
     return problems
 
 
@@ -64,9 +71,19 @@ def check_support(prefix):
     if os.geteuid() != 0:
         problems.append("not root: network namespaces, veth and tc need root (CAP_NET_ADMIN+CAP_SYS_ADMIN)")
         return problems
-    for tool in ("ip", "tc", "timeout", "unshare", "hostname", "mpirun"):
+    for tool in ("ip", "tc", "timeout", "unshare", "hostname"):
         if not shutil.which(tool):
-            problems.append("missing command %s (packages: iproute2, coreutils, util-linux, hostname, openmpi-bin)" % tool)
+            problems.append("missing command %s (packages: iproute2, coreutils, util-linux, hostname)" % tool)
+    o = ompi()
+    for tool in ("mpirun", "mpicc"):    # those of the Open MPI netem runs
+        if not shutil.which(o[tool]):
+            problems.append("missing command %s (%s)" % (o[tool], "THEMIS_OMPI=" + o["prefix"] if o["prefix"]
+                                                         else "packages openmpi-bin, libopenmpi-dev"))
+    if not problems:
+        try:
+            mpirun_flags("series")
+        except NetemError as e:
+            problems.append(str(e))
     if problems:
         return problems
     ns = prefix + "chk"
@@ -168,10 +185,12 @@ def write_host_files(topo):
     agent = os.path.join(d, "agent.sh")
     with open(agent, "w") as f:
         f.write("""#!/bin/sh
-# Generated by netem.py up: launch agent for `mpirun --mca plm_rsh_agent %(agent)s`.
-# ORTE calls it like ssh: agent.sh HOST orted args...; HOST is a namespace of this network.
-# orted runs in that namespace, in its own UTS namespace whose hostname is HOST (vader and
-# the session directories are named after gethostname()).
+# Generated by netem.py up: mpirun's launch agent (test/common/mpirun_flags.sh launch-agent:
+# 4.1 --mca plm_rsh_agent, 5.0 --prtemca plm_ssh_agent %(agent)s).
+# The launcher calls it like ssh: agent.sh HOST DAEMON args...; HOST is a namespace of this
+# network, DAEMON orted (4.1) or prted (5.0), a whole command line in one or more words.
+# The daemon runs in that namespace, in its own UTS namespace whose hostname is HOST (the
+# shared-memory segments and the session directories are named after gethostname()).
 while [ $# -gt 0 ]; do case "$1" in -*) shift ;; *) break ;; esac; done
 host=$1; shift
 case " %(hosts)s " in
@@ -192,7 +211,7 @@ def print_summary(t):
         if n == 1:
             continue
         if t.mode == "hosts" and t.intra == "shm" and k < t.nhost_dims:
-            print("  dim %d (%d peers): intra-host shared memory (vader), unshaped" % (k, n))
+            print("  dim %d (%d peers): intra-host shared memory (vader/sm), unshaped" % (k, n))
         else:
             lk = k - t.grid_dim0
             shared = " per host NIC, shared by %d ranks" % t.ppn if t.intra == "shm" and t.mode == "hosts" else " per rank"
@@ -260,18 +279,35 @@ def cmd_topo_file(args):
 # --------------------------------------------------------------------------- calibrate
 
 def compile_helper(name):
+    """The helper program NAME, compiled with the mpicc of the Open MPI that runs it, into
+    the build directory of that Open MPI (or a /tmp directory of its own)."""
     src = os.path.join(HERE, name + ".c")
-    outdir = os.path.join(BUILD, "netem") if os.path.isdir(BUILD) else "/tmp/themis-netem"
+    o = ompi()
+    outdir = os.path.join(o["build"], "netem") if os.path.isdir(o["build"]) else (
+        "/tmp/themis-netem" + ("-" + os.path.basename(o["prefix"]) if o["prefix"] else ""))
     os.makedirs(outdir, exist_ok=True)
     exe = os.path.join(outdir, name)
     if not os.path.exists(exe) or os.path.getmtime(exe) < os.path.getmtime(src):
-        run_cmd(["mpicc", "-O2", "-Wall", "-o", exe, src], timeout=120)
+        run_cmd([o["mpicc"], "-O2", "-Wall", "-o", exe, src], timeout=120)
     return exe
 
 
 def cmd_build(args):
     for n in ("pairbw", "netcheck"):
         print(compile_helper(n))
+
+
+def cmd_ompi(args):
+    """Prints what netem runs with, KEY VALUE per line, or KEY's value alone: scripts ask here
+    rather than repeat the rule of $THEMIS_OMPI and $THEMIS_BUILD_DIR."""
+    keys = ("series", "prefix", "mpirun", "mpicc", "components", "build")
+    if args.key and args.key not in keys:
+        die("ompi: no key %r (%s)" % (args.key, ", ".join(keys)))
+    for k in [args.key] if args.key else keys:
+        # the series only when asked: it runs mpirun, which may be missing
+        v = mpirun_flags("series")[0] if k == "series" else ompi()[k]
+        print(v if args.key else "%-10s %s" % (k, v))
+    return 0
 
 
 def cmd_calibrate(args):
@@ -378,8 +414,8 @@ def main():
     p.add_argument("--mode", choices=("ranks", "hosts"), default="ranks")
     p.add_argument("--ppn", type=int, help="hosts mode: ranks per host (default dims[0])")
     p.add_argument("--intra", choices=("net", "shm"), default="net",
-                   help="hosts mode: intra-host dimensions over shaped links (net) or vader (shm)")
-    p.add_argument("--shm-bw", default="5Gbps", help="themis bw of vader dimensions (intra shm)")
+                   help="hosts mode: intra-host dimensions over shaped links (net) or shared memory (shm)")
+    p.add_argument("--shm-bw", default="5Gbps", help="themis bw of shared-memory dimensions (intra shm)")
     p.add_argument("--burst-ms", type=float, default=1.0,
                    help="tbf burst = max(128 KiB, rate x this many ms) (default 1)")
     p.add_argument("--queue-ms", type=float, default=20.0,
@@ -411,6 +447,10 @@ def main():
     pre(p)
     p = sub.add_parser("build", help="compile the helper MPI programs, print their paths")
     pre(p)
+    p = sub.add_parser("ompi", help="print the Open MPI (series, mpirun, mpicc, its component "
+                       "directory) and the build directory netem uses ($THEMIS_OMPI, $THEMIS_BUILD_DIR)")
+    pre(p)
+    p.add_argument("key", nargs="?", help="print only this one's value")
     p = sub.add_parser("_wrap")
     pre(p)
     p.add_argument("--max-s", type=float, default=3600)
@@ -421,6 +461,7 @@ def main():
             return 1 if cmd_check(args) else 0
         return {"up": cmd_up, "down": cmd_down, "status": cmd_status, "run": cmd_run,
                 "calibrate": cmd_calibrate, "build": cmd_build, "topo-file": cmd_topo_file,
+                "ompi": cmd_ompi,
                 "_wrap": cmd_wrap}[args.cmd](args) or 0
     except NetemError as e:
         die(str(e))

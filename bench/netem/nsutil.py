@@ -1,5 +1,5 @@
-"""nsutil -- netem.py's paths and constants, its error, and the network-namespace and
-command helpers every part uses."""
+"""nsutil -- netem.py's paths and constants, the Open MPI it runs, its error, and the
+network-namespace and command helpers every part uses."""
 
 import ctypes
 import os
@@ -10,12 +10,12 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-BUILD = os.environ.get("THEMIS_BUILD_DIR", os.path.join(REPO, "build"))
-OMPI_COMPONENT_DIR = "/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3"
+DEBIAN_COMPONENT_DIR = "/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3"   # Debian's 4.1
+MPIRUN_FLAGS = os.path.join(REPO, "test", "common", "mpirun_flags.sh")
 STATE_ROOT = "/run/themis-netem"
 NETNS_DIR = "/run/netns"
 ID_SUBNET = "10.200.0.0/16"          # identity /32 addresses, the only ones the TCP BTL uses
-MGMT_SUBNET = "10.250.0.0/24"        # hosts mode: ORTE out-of-band, unshaped
+MGMT_SUBNET = "10.250.0.0/24"        # hosts mode: the daemons' out-of-band traffic, unshaped
 MGMT_HEAD = "10.250.0.254"
 MAX_ENDPOINTS = 250
 CLONE_NEWNET = 0x40000000
@@ -30,6 +30,63 @@ class NetemError(Exception):
 def die(msg, code=1):
     print("netem: error: " + msg, file=sys.stderr)
     sys.exit(code)
+
+
+# --------------------------------------------------------------------------- Open MPI
+
+_ompi = None
+
+
+def ompi():
+    """The Open MPI netem builds and runs with, and coll/themis's build directory, as a dict:
+    prefix ('' = Debian's 4.1 on PATH), mpirun, mpicc, components (Open MPI's own component
+    directory), build. $THEMIS_OMPI=PREFIX chooses one (mpirun = PREFIX/bin/mpirun, build
+    directory <repo>/build-<basename PREFIX>); unset or empty, the one the build directory
+    ($THEMIS_BUILD_DIR, default <repo>/build) was configured against, so that the component
+    and the helpers match the mpirun that loads them."""
+    global _ompi
+    if _ompi is None:
+        prefix = os.environ.get("THEMIS_OMPI", "").rstrip("/")
+        build = os.environ.get("THEMIS_BUILD_DIR") or os.path.join(
+            REPO, "build-" + os.path.basename(prefix) if prefix else "build")
+        configured = makefile_var(build, "OMPI_PREFIX")
+        if configured == "/usr":      # Debian's, found by pkg-config
+            configured = ""
+        if prefix and configured is not None and (
+                not configured or os.path.realpath(configured) != os.path.realpath(prefix)):
+            die("THEMIS_OMPI=%s, but %s was configured against %s: configure it --with-ompi=%s, "
+                "or set THEMIS_BUILD_DIR to a build of it" % (prefix, build, configured or "Debian's Open MPI",
+                                                              prefix))
+        prefix = prefix or configured or ""
+        if prefix:
+            _ompi = {"prefix": prefix, "mpirun": os.path.join(prefix, "bin", "mpirun"),
+                     "mpicc": os.path.join(prefix, "bin", "mpicc"),
+                     "components": os.path.join(prefix, "lib", "openmpi")}
+        else:
+            _ompi = {"prefix": "", "mpirun": "mpirun", "mpicc": "mpicc",
+                     "components": DEBIAN_COMPONENT_DIR}
+        _ompi["build"] = build
+    return _ompi
+
+
+def makefile_var(build, name):
+    """NAME's value in BUILD/Makefile (configure's output), None without one."""
+    try:
+        with open(os.path.join(build, "Makefile")) as f:
+            for line in f:
+                if line.startswith(name + " = "):
+                    return line.split("=", 1)[1].strip()
+    except FileNotFoundError:
+        pass
+    return None
+
+
+def mpirun_flags(concern, *args):
+    """The mpirun options of one concern (base, launch-agent CMD, ...) for the Open MPI of
+    ompi(), one list item per word: test/common/mpirun_flags.sh is the one place that knows
+    how the series spell them."""
+    p = run_cmd(["bash", MPIRUN_FLAGS, "--mpirun", ompi()["mpirun"], concern] + list(args), timeout=60)
+    return p.stdout.splitlines()
 
 
 # --------------------------------------------------------------------------- namespaces
