@@ -16,7 +16,10 @@
 #
 # Exit: 0 success, 1 failure, 77 skipped (not root, no mpicc/mpirun, kernel lacks
 # netns/veth/bridge/tbf). Environment: NETEM_SMOKE_PREFIX (default tmsmk, <= 6 chars),
-# THEMIS_BUILD_DIR (default <repo>/build).
+# THEMIS_OMPI (an Open MPI 4.1 or 5.0 install's prefix; default: the one the build
+# directory was configured against), THEMIS_BUILD_DIR (default <repo>/build, or
+# <repo>/build-<basename THEMIS_OMPI>): as bench/netem/netem.py, which says which
+# (`netem.py ompi`).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=../common/log_events.sh
@@ -30,12 +33,14 @@ skip() { echo "netem smoke: SKIP: $*"; exit 77; }
 
 [ "$(id -u)" = 0 ] || skip "needs root (network namespaces, veth, tc)"
 command -v "$PY" >/dev/null 2>&1 || skip "python3 not found"
-command -v mpicc >/dev/null 2>&1 || skip "mpicc not found (libopenmpi-dev)"
-command -v mpirun >/dev/null 2>&1 || skip "mpirun not found (openmpi-bin)"
+# the build directory, as netem.py runs it (a THEMIS_OMPI it was not configured against fails)
+build=$(timeout 60 "$PY" "$NETEM" ompi build) || { echo "netem smoke: FAIL: netem.py ompi build"; exit 1; }
+# netem's check covers mpirun and mpicc too (those of the Open MPI it runs)
 if ! out=$(timeout 60 "$PY" "$NETEM" check --prefix "$PREFIX" 2>&1); then
     echo "$out"
     skip "kernel or tools lack what the emulated network needs (see the line above)"
 fi
+series=$(timeout 60 "$PY" "$NETEM" ompi series) || { echo "netem smoke: FAIL: netem.py ompi series"; exit 1; }
 
 log=$(mktemp /tmp/netem-smoke.XXXXXX)
 topo=$(mktemp /tmp/netem-smoke-topo.XXXXXX)
@@ -88,7 +93,6 @@ echo "rank 0's calibration: $(log_values "$log" calibration '' comm=MPI_COMM_WOR
 # CUDA builds: device buffers across the same hosts, against the emulated CUDA driver (no
 # GPU needed): the node dimension device-direct by CUDA IPC, the network dimension bounced
 # through pinned host memory, every result checked by the program.
-build=${THEMIS_BUILD_DIR:-$here/../../build}
 fake=$build/test/cuda/.libs/libcuda-fake.so
 cudacheck=$build/test/cuda/themis-cuda-check
 cuda="no CUDA build"
@@ -102,5 +106,5 @@ if [ -f "$fake" ] && [ -x "$cudacheck" ]; then
     [ "$n" = 8 ] || fail "device buffers: $n of 8 ranks ran dimension 0 by IPC and bounced the network"
     cuda="device buffers checked (IPC inside hosts, pinned bounce between them)"
 fi
-echo "netem smoke: OK: themis ran the allreduce on 8 ranks across 8 namespaces on 4 hosts, messages in parts on both dimensions ($bytes bytes sent on ${PREFIX}0 d0); dims=auto measured $rates; $cuda; in $(( $(date +%s) - start )) s"
+echo "netem smoke: OK: Open MPI $series: themis ran the allreduce on 8 ranks across 8 namespaces on 4 hosts, messages in parts on both dimensions ($bytes bytes sent on ${PREFIX}0 d0); dims=auto measured $rates; $cuda; in $(( $(date +%s) - start )) s"
 exit 0
