@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # run_netem_ab.sh -- two settings of coll/themis on one emulated network, alternated.
 #
-# Builds the network once (bench/netem/netem.py, hosts mode), then runs themis-bench
+# Builds the network once (bench/netem/netem.py, hosts mode), then runs themis-bench (of
+# netem's build directory and Open MPI: THEMIS_OMPI, THEMIS_BUILD_DIR, `netem.py ompi`)
 # with themis alone ROUNDS times under setting A and under setting B, A and B alternating
 # so that the machine's drift hits both alike, every result validated; prints one line
 # per run: utilization (% of the ideal bound) / average time in ms, per collective.
@@ -13,11 +14,13 @@
 # setting, e.g. "--mca coll_themis_chunks 128"; either may be empty), NET_A, NET_B
 # (more `netem.py up` options of each setting, e.g. "--mtu 1500"), ROUNDS [3],
 # SIZES [16M:16M], ITERS [5], COLLS [allreduce,reduce_scatter_block,allgather],
-# QUEUE_MS [20], MTU [9000], TIMEOUT [600] seconds per run, TOPO [build/netem.topo]: after
-# every `up`, `netem.py topo-file` writes the network's coll_themis_topo_file there, so
-# a setting can be dims=auto as a user would run it, e.g.
+# QUEUE_MS [20], MTU [9000], TIMEOUT [600] seconds per run, TOPO [<build>/netem.topo]:
+# after every `up`, `netem.py topo-file` writes the network's coll_themis_topo_file there,
+# so a setting can be dims=auto as a user would run it, e.g.
 #   B="--mca coll_themis_dims auto --mca coll_themis_topo_file build/netem.topo"
-# (A="" is the oracle: `run --themis` gives the network's exact spec).
+# (A="" is the oracle: `run --themis` gives the network's exact spec). Two builds of the
+# component: A="--mca mca_base_component_path DIR_A:OMPI_DIR" and the same for B (DIR: a
+# build's component/, OMPI_DIR: Open MPI's own components, `netem.py ompi components`).
 set -uo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
@@ -30,8 +33,9 @@ COLLS=${COLLS:-allreduce,reduce_scatter_block,allgather}
 QUEUE_MS=${QUEUE_MS:-20}
 MTU=${MTU:-9000}
 TIMEOUT=${TIMEOUT:-600}
-TOPO=${TOPO:-build/netem.topo}
 NETEM=bench/netem/netem.py
+build=$(python3 "$NETEM" ompi build) || exit 1
+TOPO=${TOPO:-$build/netem.topo}
 
 trap 'python3 "$NETEM" down >/dev/null 2>&1 || true' EXIT
 python3 "$NETEM" check >/dev/null || exit 77
@@ -47,7 +51,7 @@ for round in $(seq 1 "$ROUNDS"); do
     [ "$NET_A" = "$NET_B" ] || up "${!net}"
     # shellcheck disable=SC2086  # A and B are lists of options
     line=$(python3 "$NETEM" run --themis --timeout "$TIMEOUT" -- ${!setting} \
-      build/bench/themis-bench -m "$SIZES" -i "$ITERS" -x 1 -c --collective "$COLLS" \
+      "$build/bench/themis-bench" -m "$SIZES" -i "$ITERS" -x 1 -c --collective "$COLLS" \
       --impl themis --dims "$SPEC" 2>&1 |
       awk '$2 == "themis" { printf "%s%% / %.1f  ", $8, $3 / 1000 } /validation: FAILED/ { bad = 1 }
            END { if (bad) printf "VALIDATION FAILED" }')
