@@ -90,6 +90,8 @@ ROOT=$(cd "$(dirname "$SELF")/.." && pwd -P)
 # The component's event lines (log_values, log_count).
 # shellcheck source=../test/common/log_events.sh
 source "$ROOT/test/common/log_events.sh"
+# shellcheck source=../test/common/mpirun_flags.sh
+source "$ROOT/test/common/mpirun_flags.sh"
 WORK=/tmp/device_run          # build and source copy on the GPU machine (not the carried tree)
 PREP=$ROOT/build-gpu          # what --prepare writes and the device call carries
 RESERVE=15                    # seconds kept for the summary and the archive
@@ -152,8 +154,9 @@ mpi() {
   [[ " ${opts[*]} " == *" coll_themis_verbose "* ]] || opts+=(--mca coll_themis_verbose 2)
   [ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && opts+=(-x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY)
   printf '\n$ %s -np %s %s %s\n' "$MPIRUN" "$np" "${opts[*]}" "$*" >> "$log"
-  "$MPIRUN" -np "$np" --mca mca_base_component_path "$BUILD/component:$OMPI_DEFAULT_COMPONENT_DIR" \
-    "${opts[@]}" "$@" < /dev/null >> "$log" 2>&1
+  local -a path
+  mapfile -t path < <(mpirun_flags component-path "$BUILD/component:$OMPI_DEFAULT_COMPONENT_DIR")
+  "$MPIRUN" -np "$np" "${path[@]}" "${opts[@]}" "$@" < /dev/null >> "$log" 2>&1
   rc=$?
   printf '# exit status %s\n' "$rc" >> "$log"
   return "$rc"

@@ -68,8 +68,7 @@ run() {
   local log=$BUILDDIR/test/cuda/logs/cuda_$name.log
   mkdir -p "$(dirname "$log")"
   echo "== $name: np $np ${mca[*]} ${env[*]} -- $*"
-  timeout "${THEMIS_MPI_TIMEOUT:-300}" "$MPIRUN" -np "$np" --oversubscribe \
-    --mca mca_base_component_path "$BUILDDIR/component:$OMPI_DEFAULT_COMPONENT_DIR" \
+  timeout "${THEMIS_MPI_TIMEOUT:-300}" "${MPIRUN_CMD[@]}" -np "$np" \
     --mca coll_themis_verbose "$verbose" --mca coll_themis_min_bytes 65536 "${mca[@]}" "${env[@]}" \
     "$prog" "$@" >"$log" 2>&1
   local rc=$?

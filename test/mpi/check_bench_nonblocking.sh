@@ -18,8 +18,7 @@ rm -rf "$OUT" && mkdir -p "$OUT"
 fail() { echo "check_bench_nonblocking: FAIL: $*"; exit 1; }
 
 log=$OUT/buckets.log
-timeout 240 "$MPIRUN" -np 4 --oversubscribe \
-  --mca mca_base_component_path "$BUILDDIR/component:$OMPI_DEFAULT_COMPONENT_DIR" \
+timeout 240 "${MPIRUN_CMD[@]}" -np 4 \
   --mca coll_themis_dims 2x2 --mca coll_themis_calibration_seconds 0 \
   --mca coll_themis_verbose 2 \
   "$BUILDDIR/bench/themis-bench" --nonblocking buckets --buckets 4 --compute-factor 1 \

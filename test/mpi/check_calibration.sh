@@ -29,8 +29,7 @@ fail() { echo "check_calibration: FAIL: $*"; exit 1; }
 WRAP=()
 run() {
   local name=$1; shift
-  timeout 120 "$MPIRUN" -np 4 --oversubscribe \
-    --mca mca_base_component_path "$BUILDDIR/component:$OMPI_DEFAULT_COMPONENT_DIR" \
+  timeout 120 "${MPIRUN_CMD[@]}" -np 4 \
     --mca coll_themis_verbose 1 -x OMPI_MCA_coll_themis_verbose=1 \
     --mca coll_themis_node_transport cma "$@" \
     "${WRAP[@]}" "$BUILDDIR/tools/themis-info" -v 1 -m 1M >"$OUT/$name.log" 2>&1 ||

@@ -18,8 +18,7 @@ fail() { echo "check_trace: FAIL: $*"; exit 1; }
 
 for coll in allreduce allgather; do
   log=$OUT/$coll.log
-  timeout 120 "$MPIRUN" -np 4 --oversubscribe \
-    --mca mca_base_component_path "$BUILDDIR/component:$OMPI_DEFAULT_COMPONENT_DIR" \
+  timeout 120 "${MPIRUN_CMD[@]}" -np 4 \
     --mca coll_themis_dims 2x2 --mca coll_themis_calibration_seconds 0 \
     --mca coll_themis_trace "$OUT/$coll" \
     "$BUILDDIR/bench/themis-bench" -m 1M:1M -i 1 -x 1 -c --collective "$coll" \
@@ -36,8 +35,7 @@ for coll in allreduce allgather; do
 done
 # A prefix nobody can write to: the help message, and the collectives still run.
 log=$OUT/unwritable.log
-timeout 120 "$MPIRUN" -np 4 --oversubscribe \
-  --mca mca_base_component_path "$BUILDDIR/component:$OMPI_DEFAULT_COMPONENT_DIR" \
+timeout 120 "${MPIRUN_CMD[@]}" -np 4 \
   --mca coll_themis_dims 2x2 --mca coll_themis_trace /nonexistent/themis/trace \
   "$BUILDDIR/bench/themis-bench" -m 1M:1M -i 1 -x 1 -c --impl themis --peers 2,2 >"$log" 2>&1 ||
   fail "unwritable trace: the run failed (log $log)"

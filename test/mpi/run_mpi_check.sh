@@ -48,7 +48,7 @@
 # Environment: MPIRUN, THEMIS_BUILDDIR (default: <this dir>/../../build),
 #   OMPI_DEFAULT_COMPONENT_DIR (Open MPI's own component dir; it must stay in the path).
 # Logs: $THEMIS_BUILDDIR/test/mpi/logs/NAME/: console.log, ranks/ (per-rank files from
-#   mpirun --output-filename: lines of different ranks never interleave there),
+#   mpirun's per-rank output files: lines of different ranks never interleave there),
 #   ranks.log (those, concatenated), component/ (the copy of the DSO the run used).
 set -uo pipefail
 
@@ -131,10 +131,9 @@ pre=(--chunks "${MCA[coll_themis_chunks]:-64}" --min-bytes "${MCA[coll_themis_mi
 [ "$COLLS_GIVEN" = 0 ] || pre+=(--collectives "$COLLS")
 PROG_ARGS=("${pre[@]}" "${PROG_ARGS[@]}")
 
-if [ "$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
-cmd=(timeout -k 10 "$TIMEOUT" "$MPIRUN" --oversubscribe --bind-to none -np "$NP"
-     --output-filename "$LOGDIR/ranks"
-     --mca mca_base_component_path "$COMPDIR:$OMPI_DEFAULT_COMPONENT_DIR")
+mpirun_cmd "$COMPDIR" || die "cannot tell how to run $MPIRUN"
+mapfile -t output < <(mpirun_flags output "$LOGDIR/ranks")
+cmd=(timeout -k 10 "$TIMEOUT" "${MPIRUN_CMD[@]}" -np "$NP" "${output[@]}")
 for k in $(printf '%s\n' "${!MCA[@]}" | sort); do cmd+=(--mca "$k" "${MCA[$k]}"); done
 cmd+=("$PROG" "${PROG_ARGS[@]}")
 
