@@ -21,6 +21,12 @@
  * unknown ones. A key's meaning never changes; an event or key that would change gets a
  * new name instead.
  *
+ * Level 1, once per communicator, when Open MPI enables themis on it (before any call):
+ *   below           allreduce=COMPONENT ... allgather_init=COMPONENT
+ *                                                 the component running each of themis's
+ *                                                 twelve collectives below it (where a
+ *                                                 call themis does not take goes)
+ *
  * Level 1, once per communicator, while it is set up (its first eligible call):
  *   setup           buffers=host|device           the set-up starts
  *   declined        reason=... [why=TEXT]         themis leaves the communicator to the

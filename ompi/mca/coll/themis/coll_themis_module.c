@@ -11,6 +11,7 @@
 #include "coll_themis_log.h"
 
 #include "ompi/mca/coll/base/base.h"
+#include "ompi/mca/coll/base/coll_base_util.h"
 #include "opal/util/output.h"
 #include "opal/util/show_help.h"
 
@@ -108,6 +109,29 @@ static void save_previous(mca_coll_themis_module_t *m, struct ompi_communicator_
 #undef SAVE
 }
 
+/* The component of MODULE, one of the modules Open MPI enabled on COMM before ours: both
+ * series list them, lowest priority first, in the communicator's module list as they are
+ * enabled. */
+static const char *component_of(struct ompi_communicator_t *comm,
+                                const mca_coll_base_module_t *module)
+{
+    mca_coll_base_avail_coll_t *item;
+    if (NULL == comm->c_coll->module_list) return "unknown";
+    OPAL_LIST_FOREACH (item, comm->c_coll->module_list, mca_coll_base_avail_coll_t) {
+        if (item->ac_module == module) return item->ac_component_name;
+    }
+    return "unknown";
+}
+
+/* Says (verbose 1) which component runs each of our collectives below us: where themis
+ * delegates a call, it goes there. */
+static void log_below(const mca_coll_themis_module_t *m, struct ompi_communicator_t *comm)
+{
+#define BELOW(slot, id) , #slot, component_of(comm, m->previous_##slot##_module)
+    mca_coll_themis_log_event(1, "below", comm THEMIS_SLOTS(BELOW), NULL);
+#undef BELOW
+}
+
 mca_coll_themis_module_t *mca_coll_themis_fallback_new(struct ompi_communicator_t *comm)
 {
     mca_coll_themis_module_t *m = calloc(1, sizeof *m);
@@ -136,6 +160,7 @@ static int themis_module_enable(mca_coll_base_module_t *module, struct ompi_comm
     THEMIS_SLOTS(RETAIN)
 #undef RETAIN
     m->comm = comm;
+    log_below(m, comm);
     for (const mca_coll_themis_info_key_t *k = mca_coll_themis_info_keys; k->key; ++k)
         themis_info_subscribe(&comm->super, k->key, info_filter);
     return OMPI_SUCCESS;
