@@ -6,7 +6,8 @@
 # component's. ompi_info ignores --mca
 # arguments, so the build tree's component is found through
 # OMPI_MCA_mca_base_component_path (Open MPI's own dir stays in it).
-# Environment: THEMIS_BUILDDIR, OMPI_DEFAULT_COMPONENT_DIR, OMPI_INFO (default ompi_info).
+# Environment: THEMIS_BUILDDIR, OMPI_DEFAULT_COMPONENT_DIR, MPIRUN and OMPI_INFO (default
+# mpirun and ompi_info, of the same Open MPI).
 set -uo pipefail
 
 # shellcheck source=../common/mpi_env.sh
@@ -34,8 +35,11 @@ if ! human=$("$OMPI_INFO" --param coll themis --level 9 2>&1) ||
 fi
 
 problems=()
-grep -q 'MCA coll: themis (MCA v2.1.0, API v2.0.0, Component v' <<<"$human" ||
-  problems+=("no 'MCA coll: themis' component line")
+# The coll framework's API is 2.0.0 in 4.1 and 2.4.0 in 5.0 (the component structure grew).
+SERIES=$(mpirun_series) || exit 2
+declare -A COLL_API=([4.1]=2.0.0 [5.0]=2.4.0)
+grep -q "MCA coll: themis (MCA v2.1.0, API v${COLL_API[$SERIES]}, Component v" <<<"$human" ||
+  problems+=("no 'MCA coll: themis' component line with Open MPI $SERIES's coll API v${COLL_API[$SERIES]}")
 
 mapfile -t listed < <(sed -n 's/^mca:coll:themis:param:coll_themis_\([a-z_]*\):value:.*/\1/p' <<<"$parsable")
 for p in "${listed[@]}"; do
@@ -69,10 +73,10 @@ done
 
 # README.md's parameter tables (those headed "| parameter | default | meaning |"): one
 # line per row, NAME|DEFAULT|SECTION, the default as ompi_info prints it (no backticks,
-# "(empty)" empty, a remark such as "0 (auto)" dropped); "?|LINE|" for a row that
-# names no single parameter.
+# "(empty)" empty, a remark such as "0 (auto)" dropped, "A on 4.1, B on 5.0" the series'
+# value); "?|LINE|" for a row that names no single parameter.
 readme_params() {
-  awk -F ' [|] ' '
+  awk -F ' [|] ' -v series="$SERIES" '
     /^## / { section = substr($0, 4) }
     /^[|] parameter [|] default [|] meaning [|]$/ { table = 1; next }
     table && !/^[|]/ { table = 0 }
@@ -81,6 +85,10 @@ readme_params() {
     {
       name = $1; gsub(/^[|] `coll_themis_|`$/, "", name)
       value = $2; gsub(/`/, "", value); sub(/ [(].*[)]$/, "", value)
+      if (value ~ / on 4[.]1, .* on 5[.]0$/) {
+        split(value, by_series, / on 4[.]1, | on 5[.]0$/)
+        value = (series == "5.0") ? by_series[2] : by_series[1]
+      }
       if (value == "(empty)") value = ""
       print name "|" value "|" section
     }' "$README"
