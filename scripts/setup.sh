@@ -8,11 +8,16 @@
 #
 # Idempotent; works from any cwd.  Extra configure arguments can be passed via
 # the environment: THEMIS_CONFIGURE_ARGS="--enable-werror --without-cuda".
+# Which Open MPI (scripts/series.sh): Debian's by default; THEMIS_OMPI=PREFIX builds against
+# the one installed in PREFIX (configure --with-ompi=PREFIX) in build-<basename of PREFIX>/
+# and installs into its component directory; --all-series builds against Debian's and the
+# Open MPI 5.0.9 of ../shared/ompi5 (steps 3-4 once per series).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$(pwd -P)
-BUILD="$ROOT/build"
+# shellcheck source=series.sh
+source "$ROOT/scripts/series.sh"
 JOBS=2
 
 step() { printf '==> %s\n' "$*"; }
@@ -23,6 +28,7 @@ PACKAGES=(
   openmpi-bin libopenmpi-dev libucx-dev libhwloc-dev libglpk-dev
   libgtest-dev googletest libbenchmark-dev cmake
   iproute2 python3 procps clang-format git
+  libevent-dev  # Open MPI 5's internal headers include event.h
 )
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -67,23 +73,33 @@ else
   step "autogen.sh: up to date"
 fi
 
-# ---------------------------------------------------------------- configure
-if newer_than "$BUILD/config.status" configure configure.ac Makefile.am Makefile.in \
-   || [ ! -e "$BUILD/Makefile" ]; then
-  step "configure (build/)"
-  mkdir -p "$BUILD"
-  # --quiet: only errors and configure's final summary are printed.
-  # shellcheck disable=SC2086
-  (cd "$BUILD" && "$ROOT/configure" --quiet ${THEMIS_CONFIGURE_ARGS:-})
-else
-  step "configure: build/ already configured"
-fi
+# ------------------------------------------------- configure, build, install
+# build_against PREFIX: steps 3-4 for the Open MPI in PREFIX ("" = Debian's).
+build_against() {
+  local prefix=$1 dir build
+  dir=$(build_dir_for "$prefix")
+  build=$ROOT/$dir
+  if newer_than "$build/config.status" configure configure.ac Makefile.am Makefile.in \
+     || [ ! -e "$build/Makefile" ]; then
+    step "configure ($dir/${prefix:+, Open MPI in $prefix})"
+    mkdir -p "$build"
+    # --quiet: only errors and configure's final summary are printed.
+    # shellcheck disable=SC2086
+    (cd "$build" && "$ROOT/configure" --quiet ${prefix:+--with-ompi="$prefix"} ${THEMIS_CONFIGURE_ARGS:-})
+  else
+    step "configure: $dir/ already configured"
+  fi
 
-# -------------------------------------------------------------------- build
-step "make -j$JOBS"
-make -C "$BUILD" --no-print-directory -j"$JOBS"
+  step "make -j$JOBS ($dir/)"
+  make -C "$build" --no-print-directory -j"$JOBS"
 
-step "make install"
-make -C "$BUILD" --no-print-directory install >/dev/null
+  step "make install ($dir/)"
+  make -C "$build" --no-print-directory install >/dev/null
+}
+
+prefixes=$(series_prefixes "$@")
+while IFS= read -r prefix; do
+  build_against "$prefix"
+done <<<"$prefixes"
 
 step "setup done"

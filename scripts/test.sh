@@ -1,20 +1,40 @@
 #!/usr/bin/env bash
 # scripts/test.sh -- build the tests and run them with CTest (`make check`).
-# Exit status: CTest's (or make's, if the build itself failed).
+# Which Open MPI (scripts/series.sh): Debian's by default, THEMIS_OMPI=PREFIX the build
+# against the one in PREFIX, --all-series every series setup.sh --all-series built: Debian's
+# 4.1 (every test), then 5.0.9 when there (`make check-series`: the tests that depend on
+# the Open MPI, not again the MPI-free unit tests). Exit status: CTest's (or make's, if the
+# build itself failed), the first failing series'.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-BUILD=build
+# shellcheck source=series.sh
+source scripts/series.sh
 
-if [ ! -f "$BUILD/Makefile" ]; then
-  echo "test.sh: $BUILD/ is not configured; run: bash scripts/setup.sh" >&2
-  exit 2
-fi
+# test_against PREFIX TARGET: make TARGET (check, or check-series: see Makefile.am) in that
+# series' build directory.
+test_against() {
+  local build rc=0
+  build=$(build_dir_for "$1")
+  if [ ! -f "$build/Makefile" ]; then
+    echo "test.sh: $build/ is not configured; run: ${1:+THEMIS_OMPI=$1 }bash scripts/setup.sh" >&2
+    return 2
+  fi
+  echo "==> make $2 in $build/ (Open MPI ${1:-from pkg-config ompi})"
+  rm -f "$build/test/ctest.rc"
+  make -C "$build" --no-print-directory -j2 "$2" || rc=$?
+  if [ -s "$build/test/ctest.rc" ]; then
+    rc=$(cat "$build/test/ctest.rc")
+  fi
+  return "$rc"
+}
 
-rm -f "$BUILD/test/ctest.rc"
-rc=0
-make -C "$BUILD" --no-print-directory -j2 check || rc=$?
-if [ -s "$BUILD/test/ctest.rc" ]; then
-  rc=$(cat "$BUILD/test/ctest.rc")
-fi
-exit "$rc"
+prefixes=$(series_prefixes "$@")
+status=0 target=check
+while IFS= read -r prefix; do
+  rc=0
+  test_against "$prefix" "$target" || rc=$?
+  [ "$status" != 0 ] || status=$rc
+  target=check-series
+done <<<"$prefixes"
+exit "$status"
