@@ -1,6 +1,7 @@
-// Fuzzing the three parsers that read what a user (or another job) wrote: the dimension
-// spec (coll_themis_dims), the topology file (coll_themis_topo_file) and the calibration
-// file (coll_themis_calibration_file). Each input is a seeded mutation of valid examples;
+// Fuzzing the four parsers that read what a user (or another job, or the batch system)
+// wrote: the dimension spec (coll_themis_dims), the topology file (coll_themis_topo_file),
+// the calibration file (coll_themis_calibration_file) and Slurm's SLURM_TOPOLOGY_ADDR with
+// its SLURM_TOPOLOGY_ADDR_PATTERN. Each input is a seeded mutation of valid examples;
 // every parser must either accept it, with a result that keeps its own invariants, or
 // reject it with its documented error (SpecError, CalibrationFileError) and a message.
 // Any other exception, a crash or a hang is a bug (CTest's timeout catches a hang; the
@@ -25,6 +26,7 @@
 #include <sstream>
 
 #include "calibration_file.h"
+#include "slurm_topology.h"
 #include "topo_file.h"
 #include "topology.h"
 
@@ -206,6 +208,30 @@ void check_topo_file(const std::string &input) {
     }
 }
 
+// An input is "ADDR\nPATTERN". Accepted: the switches and the node join back into ADDR,
+// none empty, none holding a separator or a host list; refused: a SpecError naming one of
+// the two variables.
+void check_slurm_topology(const std::string &input) {
+    const size_t cut = input.find('\n');
+    const std::string addr = input.substr(0, cut);
+    const std::string pattern = cut == std::string::npos ? "" : input.substr(cut + 1);
+    try {
+        const SlurmAddress a = parse_slurm_topology(addr, pattern);
+        std::string joined;
+        for (const std::string &s : a.switches) {
+            EXPECT_FALSE(s.empty());
+            EXPECT_EQ(s.find_first_of(".,["), std::string::npos) << s;
+            joined += s + ".";
+        }
+        EXPECT_FALSE(a.node.empty());
+        EXPECT_EQ(joined + a.node, addr);
+        const GridResult g = grid_from_slurm({a, a});
+        EXPECT_FALSE(g.found) << "one node twice";
+    } catch (const SpecError &e) {
+        EXPECT_EQ(std::string(e.what()).rfind("SLURM_TOPOLOGY_ADDR", 0), 0u) << e.what();
+    }
+}
+
 // Reading a file never throws anything but CalibrationFileError naming the file, every
 // entry it accepts holds a spec that parses, and writing an entry over whatever is there
 // (a damaged file is replaced) always leaves a file that reads back with that entry.
@@ -269,6 +295,17 @@ TEST(FuzzParsers, TopologyFile) {
                  {"dims ", "host ", "x", " ", "\t", "\n", "#", "0", "1", "2147483647", "999999999",
                   "-1", "h", "\r", std::string("\0", 1)}),
          budget_from_env(), check_topo_file);
+}
+
+TEST(FuzzParsers, SlurmTopology) {
+    fuzz("Slurm topology",
+         Mutator(budget_from_env().seed + 3,
+                 {"s0.s3.node12\nswitch.switch.node", "node12\nnode",
+                  "root_switch.CELL1.iswi1r4s0c1l1.belenos386\nswitch.switch.switch.node",
+                  "s0..n1\nswitch.switch.node", "s0.s[1-2].n1\nswitch.switch.node"},
+                 {".", "switch", "node", "switch.", "\n", "[", "]", ",", "-", "s1", " ", "\t",
+                  std::string("\0", 1)}),
+         budget_from_env(), check_slurm_topology);
 }
 
 TEST(FuzzParsers, CalibrationFile) {
