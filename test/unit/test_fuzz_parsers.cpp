@@ -161,6 +161,9 @@ void check_topology(const Topology &t, const std::string &input) {
         if (d.algorithm == Algorithm::HalvingDoubling) {
             EXPECT_TRUE(is_power_of_two(d.peers));
         }
+        EXPECT_LE(d.fill.size(), kMaxFillPoints);
+        for (double f : d.fill) EXPECT_TRUE(f > 0 && f <= 1) << f;
+        EXPECT_TRUE(d.fill == canonical_fill(d.fill)) << input;
     }
     EXPECT_EQ(product, t.size());
     EXPECT_LE(product, 1 << 24);
@@ -247,16 +250,39 @@ TEST(FuzzParsers, DimensionSpec) {
          Mutator(budget_from_env().seed,
                  {"2x4", "2x2x2:alg=direct,hd,ring", "auto:bw=400Gbps,100Gbps",
                   "16x8x8:bw=1600Gbps,800Gbps,400Gbps:lat=700ns,700ns,1.7us:alg=hd",
-                  "3x5:bw=12.5GB/s:lat=2ms", "2x2:bw=50Mbit,1e2kbps:lat=1e-3s,0"},
-                 {"x",     ":",        ",",
-                  "=",     "bw=",      "lat=",
-                  "alg=",  "Gbps",     "TB/s",
-                  "bps",   "ns",       "s",
-                  "hd",    "ring",     "direct",
-                  "1e308", "1e-320",   "nan",
-                  "inf",   "-1",       "0",
-                  "0x10",  "16777216", "4294967297",
-                  " ",     "\t",       std::string("\0", 1)}),
+                  "3x5:bw=12.5GB/s:lat=2ms", "2x2:bw=50Mbit,1e2kbps:lat=1e-3s,0",
+                  "2x4:bw=100Mbps,200Mbps:fill=1,0.56/0.78/0.94"},
+                 {"x",
+                  ":",
+                  ",",
+                  "=",
+                  "bw=",
+                  "lat=",
+                  "alg=",
+                  "fill=",
+                  "/",
+                  "0.5",
+                  "1",
+                  "Gbps",
+                  "TB/s",
+                  "bps",
+                  "ns",
+                  "s",
+                  "hd",
+                  "ring",
+                  "direct",
+                  "1e308",
+                  "1e-320",
+                  "nan",
+                  "inf",
+                  "-1",
+                  "0",
+                  "0x10",
+                  "16777216",
+                  "4294967297",
+                  " ",
+                  "\t",
+                  std::string("\0", 1)}),
          budget_from_env(), check_spec);
 }
 
