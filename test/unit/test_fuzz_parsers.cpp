@@ -301,11 +301,15 @@ TEST(FuzzParsers, CalibrationFile) {
     CalibrationFuzz file;
     fuzz("calibration file",
          Mutator(budget_from_env().seed + 2,
-                 {"themis-calibration 1\n"
+                 {"themis-calibration 2\n"
                   "2x4-0011223344556677 2x4:bw=100Gbps,25GB/s:lat=2us,700ns:alg=ring,hd "
                   "2024-05-01T12:34:56Z\n",
-                  "themis-calibration 1\n", ""},
-                 {"themis-calibration 1\n", " ", "\n", "2x2", ":bw=", "Gbps", "2024-05-01T",
-                  "12:34:56Z", "99:99:99Z", "-", "x", std::string("\0", 1)}),
+                  "themis-calibration 2\n"
+                  "2x4-0011223344556677 2x4:bw=100Mbps:lat=2us:alg=ring,hd:fill=0.5/0.9 "
+                  "2024-05-01T12:34:56Z\n",
+                  "themis-calibration 2\n", "themis-calibration 1\n", ""},
+                 {"themis-calibration 2\n", "themis-calibration 1\n", " ", "\n", "2x2",
+                  ":bw=", ":fill=", "/", "Gbps", "2024-05-01T", "12:34:56Z", "99:99:99Z", "-", "x",
+                  std::string("\0", 1)}),
          budget_from_env(2000), [&](const std::string &input) { file.check(input); });
 }
