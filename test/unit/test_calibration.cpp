@@ -416,6 +416,18 @@ TEST(CalibrationShaped, MeasuresTheFillCurveOfALinkOneExchangeCannotFill) {
     EXPECT_TRUE(with_measured_rates(topo, results[0].dims, false, false, true).dim(1).fill.empty());
 }
 
+TEST(CalibrationShaped, TheFillCurveStaysWithinTheBudget) {
+    // Its phase takes what the others left of the budget: the streams' exchanges shrink
+    // to fit it (down to fill_min_bytes).
+    const Topology topo({dim(2, 1), dim(2, 1)});
+    ShapedNetwork net(topo, {20e6, 10e6}, {0, 0}, false, {1.0, 0.5});
+    CalibrationSettings s = quick_settings();
+    s.budget_seconds = 0.3;
+    s.fill_in_flight = 4;
+    const auto results = calibrate_all(topo, net, {0, 1}, s);
+    EXPECT_LT(results[0].seconds, 2 * s.budget_seconds);
+}
+
 TEST(CalibrationShaped, NoFillCurveUnlessAsked) {
     const Topology topo({dim(2, 1), dim(2, 1)});
     ShapedNetwork net(topo, {20e6, 10e6}, {0, 0}, false, {1.0, 0.5});
