@@ -371,11 +371,15 @@ void measure_fill(CalibrationExchange &exchange, const std::vector<int> &measure
     }
     const int repetitions = std::max(1, s.fill_repetitions);
     const double fits = (phase_seconds / repetitions - rounds * latency) * fastest / units;
-    const double bytes = std::clamp(fits, double(s.fill_min_bytes), double(s.fill_bytes));
+    // At most the largest exchange; a stage smaller than the floor (a small
+    // coll_themis_min_chunk_bytes) is its own floor.
+    const double most = double(std::max<size_t>(1, std::min(s.fill_bytes, s.max_bytes))),
+                 least = std::min(double(s.fill_min_bytes), most);
+    const double bytes = std::clamp(fits, least, most);
     std::vector<size_t> sizes;
     for (int d : measured)
-        sizes.push_back(size_t(std::clamp(bytes * result.dims[d].bandwidth / fastest,
-                                          double(s.fill_min_bytes), double(s.fill_bytes))));
+        sizes.push_back(
+            size_t(std::clamp(bytes * result.dims[d].bandwidth / fastest, least, most)));
     // One untimed stream at K opens every window before the timed ones.
     exchange.stream(measured, sizes, k, fill_exchanges(k));
     // samples[level][i]: dimension measured[i]'s times, interleaved over the levels.

@@ -426,6 +426,9 @@ TEST(CalibrationShaped, TheFillCurveStaysWithinTheBudget) {
     s.fill_in_flight = 4;
     const auto results = calibrate_all(topo, net, {0, 1}, s);
     EXPECT_LT(results[0].seconds, 2 * s.budget_seconds);
+    // Stages below the floor (a small coll_themis_min_chunk_bytes): exchanges of a stage.
+    s.fill_bytes = 4 << 10;
+    EXPECT_LT(calibrate_all(topo, net, {0, 1}, s)[0].seconds, 2 * s.budget_seconds);
 }
 
 TEST(CalibrationShaped, NoFillCurveUnlessAsked) {
