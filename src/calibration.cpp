@@ -67,37 +67,53 @@ void CalibrationExchange::release(Buffer &b) {
     b = Buffer();
 }
 
+void CalibrationExchange::post(int d, const ExchangePeers &peers, size_t share, char *recv, int tag,
+                               std::vector<Transport::Request> &requests) {
+    for (size_t k = 0; k < peers.from.size(); ++k)
+        requests.push_back(transport_.irecv(d, peers.from[k], recv + share * k, share, tag));
+    for (int c : peers.to) {
+        requests.push_back(transport_.isend(d, c, send_[d].data, share, tag));
+        bytes_sent_ += share;
+    }
+}
+
+namespace {
+
+// The bytes are split evenly over the peers the rank sends to.
+size_t share_of(size_t bytes, const ExchangePeers &peers) {
+    return std::max<size_t>(1, (bytes + peers.to.size() - 1) / peers.to.size());
+}
+
+// Whether every request of `requests` completed; the completed ones are removed.
+bool all_done(Transport &transport, std::vector<Transport::Request> &requests, bool &moved) {
+    const size_t before = requests.size();
+    requests.erase(std::remove_if(requests.begin(), requests.end(),
+                                  [&](Transport::Request r) { return transport.test(r); }),
+                   requests.end());
+    moved |= requests.size() < before;
+    return requests.empty();
+}
+
+} // namespace
+
 std::vector<double> CalibrationExchange::run(const std::vector<int> &dims,
                                              const std::vector<size_t> &bytes) {
     std::vector<PendingDimension> pending;
     for (size_t i = 0; i < dims.size(); ++i) {
         const int d = dims[i];
         const ExchangePeers peers = exchange_peers(topo_.dim(d), topo_.coord(position_, d));
-        // The bytes are split evenly over the peers the rank sends to.
-        const size_t share =
-            std::max<size_t>(1, (bytes[i] + peers.to.size() - 1) / peers.to.size());
-        char *send = grown(send_[d], share), *recv = grown(recv_[d], share * peers.from.size());
+        const size_t share = share_of(bytes[i], peers);
+        grown(send_[d], share);
+        char *recv = grown(recv_[d], share * peers.from.size());
         PendingDimension p{d, {}, now(), 0};
-        for (size_t k = 0; k < peers.from.size(); ++k)
-            p.requests.push_back(
-                transport_.irecv(d, peers.from[k], recv + share * k, share, kCalibrationTag));
-        for (int c : peers.to) {
-            p.requests.push_back(transport_.isend(d, c, send, share, kCalibrationTag));
-            bytes_sent_ += share;
-        }
+        post(d, peers, share, recv, kCalibrationTag, p.requests);
         pending.push_back(std::move(p));
     }
     for (size_t open = pending.size(); open > 0;) {
         bool moved = false;
         for (PendingDimension &p : pending) {
             if (p.finished > 0) continue;
-            auto &reqs = p.requests;
-            const size_t before = reqs.size();
-            reqs.erase(std::remove_if(reqs.begin(), reqs.end(),
-                                      [&](Transport::Request r) { return transport_.test(r); }),
-                       reqs.end());
-            moved |= reqs.size() < before;
-            if (reqs.empty()) {
+            if (all_done(transport_, p.requests, moved)) {
                 p.finished = now();
                 --open;
             }
@@ -106,6 +122,80 @@ std::vector<double> CalibrationExchange::run(const std::vector<int> &dims,
     }
     std::vector<double> seconds(topo_.num_dims(), 0.0);
     for (const PendingDimension &p : pending) seconds[p.dim] = p.finished - p.started;
+    return seconds;
+}
+
+std::vector<double> CalibrationExchange::stream(const std::vector<int> &dims,
+                                                const std::vector<size_t> &bytes, int in_flight,
+                                                int count) {
+    in_flight = std::max(1, in_flight);
+    if (count <= 0) return std::vector<double>(topo_.num_dims(), 0.0);
+    // One exchange in flight: its requests and its slot of the receive buffer.
+    struct InFlight {
+        std::vector<Transport::Request> requests;
+        int slot;
+    };
+    struct Stream {
+        int dim;
+        ExchangePeers peers;
+        size_t share = 0;
+        char *recv = nullptr;
+        int posted = 0, done = 0;
+        std::vector<InFlight> open;
+        std::vector<int> free_slots;
+        double finished = 0;
+    };
+    std::vector<Stream> streams;
+    const double started = now();
+    // Exchange n of a dimension takes the tag below the one-off exchanges' by n, modulo a
+    // window far wider than the exchanges one rank can be ahead of its peers (at most
+    // about twice in_flight): every rank numbers a dimension's exchanges alike, so the
+    // tags pair each with its peers' exchange of the same number.
+    const int window = 1024;
+    auto post_next = [&](Stream &s) {
+        InFlight f{{}, s.free_slots.back()};
+        s.free_slots.pop_back();
+        const size_t region = s.share * s.peers.from.size();
+        post(s.dim, s.peers, s.share, s.recv + region * size_t(f.slot),
+             kCalibrationTag - 1 - s.posted % window, f.requests);
+        ++s.posted;
+        s.open.push_back(std::move(f));
+    };
+    for (size_t i = 0; i < dims.size(); ++i) {
+        Stream s;
+        s.dim = dims[i];
+        s.peers = exchange_peers(topo_.dim(s.dim), topo_.coord(position_, s.dim));
+        s.share = share_of(bytes[i], s.peers);
+        grown(send_[s.dim], s.share);
+        s.recv = grown(recv_[s.dim], s.share * s.peers.from.size() * size_t(in_flight));
+        for (int k = in_flight - 1; k >= 0; --k) s.free_slots.push_back(k);
+        streams.push_back(std::move(s));
+    }
+    for (Stream &s : streams)
+        while (s.posted < count && !s.free_slots.empty()) post_next(s);
+    for (size_t open = streams.size(); open > 0;) {
+        bool moved = false;
+        for (Stream &s : streams) {
+            if (s.done == count) continue;
+            for (size_t k = 0; k < s.open.size();) {
+                if (!all_done(transport_, s.open[k].requests, moved)) {
+                    ++k;
+                    continue;
+                }
+                s.free_slots.push_back(s.open[k].slot);
+                s.open.erase(s.open.begin() + long(k));
+                ++s.done;
+                if (s.posted < count) post_next(s);
+            }
+            if (s.done == count) {
+                s.finished = now();
+                --open;
+            }
+        }
+        if (!moved && open > 0) transport_.progress();
+    }
+    std::vector<double> seconds(topo_.num_dims(), 0.0);
+    for (const Stream &s : streams) seconds[s.dim] = s.finished - started;
     return seconds;
 }
 
@@ -123,6 +213,54 @@ double median(std::vector<double> values) {
     std::sort(values.begin(), values.end());
     const size_t n = values.size();
     return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+std::vector<double> derive_fill_curve(const FillStreams &streams, double latency, int max_active,
+                                      double full) {
+    const size_t n = streams.in_flight.size();
+    if (n == 0 || streams.exchanges.size() != n || streams.seconds.size() != n ||
+        !(streams.bytes > 0) || max_active < 1)
+        return {};
+    // Each measured count's rate, from the model the simulation runs.
+    std::vector<std::pair<int, double>> points;
+    double best = 0;
+    for (size_t i = 0; i < n; ++i) {
+        const int c = streams.in_flight[i];
+        const double t = streams.seconds[i], e = streams.exchanges[i];
+        if (c < 1 || !(e > 0) || !(t > 0) || !std::isfinite(t)) return {};
+        // Per exchange, the time it was in flight; one latency is its fixed delay. Where
+        // noise left no time beyond it, the whole time is the best estimate left.
+        const double each = t * c / e;
+        const double moving = each - latency > each * 1e-3 ? each - latency : each;
+        const double rate = c * streams.bytes / moving;
+        points.emplace_back(c, rate);
+        best = std::max(best, rate);
+    }
+    std::sort(points.begin(), points.end());
+    // The ratios to the best count, which fills the link; never less with more in flight.
+    double previous = 0;
+    for (auto &point : points) point.second = previous = std::max(previous, point.second / best);
+    // One point per count from 1 to max_active: the measured one, interpolated between
+    // measured counts, the last past them.
+    std::vector<double> curve;
+    for (int c = 1; c <= max_active; ++c) {
+        const auto above =
+            std::find_if(points.begin(), points.end(),
+                         [&](const std::pair<int, double> &p) { return p.first >= c; });
+        double f;
+        if (above == points.end()) {
+            f = points.back().second;
+        } else if (above == points.begin() || above->first == c) {
+            f = above->second;
+        } else {
+            const auto below = above - 1;
+            const double x = double(c - below->first) / double(above->first - below->first);
+            f = below->second + x * (above->second - below->second);
+        }
+        curve.push_back(std::clamp(std::round(f * 100) / 100, 0.01, 1.0));
+    }
+    if (std::all_of(curve.begin(), curve.end(), [&](double f) { return f >= full; })) return {};
+    return canonical_fill(std::move(curve));
 }
 
 namespace {
@@ -201,6 +339,76 @@ PhaseTimes measure_phase(CalibrationExchange &exchange, const std::vector<int> &
     return times;
 }
 
+// The counts of stages in flight the fill streams measure: 1, 2 and K.
+std::vector<int> fill_levels(int max_active) {
+    std::vector<int> levels = {1, 2};
+    if (max_active > 2) levels.push_back(max_active);
+    return levels;
+}
+
+// Exchanges per fill stream of `in_flight` at once: two rounds of its window.
+int fill_exchanges(int in_flight) { return 2 * in_flight; }
+
+// The fill curves of `measured` (result holds their agreed rates): every dimension busy
+// at once, interleaved streams of 1, 2 and K exchanges in flight (see calibration.h).
+void measure_fill(CalibrationExchange &exchange, const std::vector<int> &measured,
+                  CalibrationResult &result, const AgreeMax &agree, const CalibrationSettings &s,
+                  double phase_seconds) {
+    const int k = std::min(s.fill_in_flight, int(kMaxFillPoints));
+    const std::vector<int> levels = fill_levels(k);
+    double fastest = 0, latency = 0;
+    for (int d : measured) {
+        fastest = std::max(fastest, result.dims[d].bandwidth);
+        latency = std::max(latency, result.dims[d].latency);
+    }
+    if (!(fastest > 0)) return;
+    // The size that fits the phase: per repetition every level's exchanges at the fastest
+    // rate (the others send in proportion to theirs), plus a latency per round of each.
+    double units = 0, rounds = 0;
+    for (int c : levels) {
+        units += fill_exchanges(c);
+        rounds += double(fill_exchanges(c)) / c;
+    }
+    const int repetitions = std::max(1, s.fill_repetitions);
+    const double fits = (phase_seconds / repetitions - rounds * latency) * fastest / units;
+    // At most the largest exchange; a stage smaller than the floor (a small
+    // coll_themis_min_chunk_bytes) is its own floor.
+    const double most = double(std::max<size_t>(1, std::min(s.fill_bytes, s.max_bytes))),
+                 least = std::min(double(s.fill_min_bytes), most);
+    const double bytes = std::clamp(fits, least, most);
+    std::vector<size_t> sizes;
+    for (int d : measured)
+        sizes.push_back(
+            size_t(std::clamp(bytes * result.dims[d].bandwidth / fastest, least, most)));
+    // One untimed stream at K opens every window before the timed ones.
+    exchange.stream(measured, sizes, k, fill_exchanges(k));
+    // samples[level][i]: dimension measured[i]'s times, interleaved over the levels.
+    std::vector<std::vector<std::vector<double>>> samples(
+        levels.size(), std::vector<std::vector<double>>(measured.size()));
+    for (int r = 0; r < repetitions; ++r)
+        for (size_t l = 0; l < levels.size(); ++l) {
+            const std::vector<double> t =
+                exchange.stream(measured, sizes, levels[l], fill_exchanges(levels[l]));
+            for (size_t i = 0; i < measured.size(); ++i) samples[l][i].push_back(t[measured[i]]);
+        }
+    // Per rank the median, over ranks the maximum (a stage ends with its slowest rank).
+    std::vector<double> agreed;
+    for (size_t l = 0; l < levels.size(); ++l)
+        for (size_t i = 0; i < measured.size(); ++i) agreed.push_back(median(samples[l][i]));
+    agree(agreed);
+    for (size_t i = 0; i < measured.size(); ++i) {
+        FillStreams streams;
+        streams.bytes = double(sizes[i]);
+        for (size_t l = 0; l < levels.size(); ++l) {
+            streams.in_flight.push_back(levels[l]);
+            streams.exchanges.push_back(fill_exchanges(levels[l]));
+            streams.seconds.push_back(agreed[l * measured.size() + i]);
+        }
+        DimensionRates &r = result.dims[measured[i]];
+        r.fill = derive_fill_curve(streams, r.latency, k, s.fill_full);
+    }
+}
+
 double bandwidth_of(size_t bytes, size_t small_bytes, double large, double small) {
     // What the extra bytes cost beyond the fixed delay; if noise made the large exchange
     // no slower than the small one, the whole time is the best estimate left.
@@ -222,7 +430,8 @@ CalibrationResult calibrate(const Topology &topo, int position, Transport &trans
     // what is left of the budget (agreed, so the same on every rank): what the small
     // exchanges, the agreements and ranks starting late cost beyond the timed exchanges
     // (about 0.3 s on the emulated network of a 2-core machine) comes out of the later ones.
-    const size_t phases = measured.size() + (measured.size() > 1);
+    const bool fill = settings.fill_in_flight >= 2;
+    const size_t phases = measured.size() + (measured.size() > 1) + fill;
     double ended = 0;
     // A fifth of the budget is kept for the last phase's own overshoot.
     auto share = [&](size_t phase) {
@@ -271,7 +480,10 @@ CalibrationResult calibrate(const Topology &topo, int position, Transport &trans
         if (slowdown > settings.shared_slowdown)
             for (size_t i = 0; i < measured.size(); ++i)
                 result.dims[measured[i]].bandwidth = together[i];
+        ended = t.ended;
     }
+    // Last, with every dimension's rate known (the streams' sizes follow them).
+    if (fill) measure_fill(exchange, measured, result, agree, settings, share(phases - 1));
     result.seconds = now() - start;
     result.bytes_sent = exchange.bytes_sent();
     return result;
@@ -288,13 +500,14 @@ const char *rate_source_name(RateSource s) {
 }
 
 Topology with_measured_rates(const Topology &topo, const std::vector<DimensionRates> &rates,
-                             bool bandwidth_given, bool latency_given) {
+                             bool bandwidth_given, bool latency_given, bool fill_given) {
     std::vector<Dimension> dims = topo.dims();
     for (size_t d = 0; d < dims.size() && d < rates.size(); ++d) {
         if (!(rates[d].bandwidth > 0)) continue;
         // Rounded in bits/s, the unit the spec prints, so that it prints as it is rounded.
         if (!bandwidth_given) dims[d].bandwidth = round_significant(rates[d].bandwidth * 8, 4) / 8;
         if (!latency_given) dims[d].latency = round_significant(rates[d].latency, 4);
+        if (!fill_given) dims[d].fill = rates[d].fill;
     }
     return Topology(dims);
 }

@@ -29,11 +29,21 @@
 //            minimum of the small one's (noise only adds to a fixed delay), then the
 //            maximum over ranks (a stage ends when its slowest rank does); latency = the
 //            small exchange's time, bandwidth = (B - latency_bytes) / (large - small).
+//   fill     last, with every measured dimension busy at once, streams of exchanges of
+//            about a stage's size (fill_bytes, less where the budget's share cannot hold
+//            them; in proportion to the rates, as above) with 1, 2 and K of them in flight
+//            per dimension (each finished one replaced at once, as the engine's slots):
+//            one stage alone may not fill a link (on the emulated network 56 %, two 78 %,
+//            four 94 %), and the planner's model needs how much each count reaches (the
+//            fill curve, topology.h). Interleaved (1, 2, K, 1, 2, K, ...), per rank the
+//            median of the repetitions, over ranks the maximum; the curve follows from the
+//            ratios (derive_fill_curve). Only with fill_in_flight >= 2.
 //   agreed   every decision (the next size, the repetitions, the result) follows from
 //            values reduced over all ranks, so every rank measures the same sizes and plans
 //            with identical numbers.
 //
-// Time: about budget_seconds whatever the number of dimensions D (D + 1 phases share it),
+// Time: about budget_seconds whatever the number of dimensions D (D + 1 phases share it,
+// D + 2 with the fill curve),
 // after one untimed exchange that makes a transport connect its peers first,
 // plus one small reduction over all ranks per size step and per phase (log P steps each),
 // so it grows with log P and not with the number of ranks otherwise; a dimension too slow
@@ -64,6 +74,18 @@ struct CalibrationSettings {
     // Dimensions count as sharing a resource when, busy together, one of them runs this
     // many times slower than alone; otherwise each keeps its rate alone.
     double shared_slowdown = 1.25;
+    // The fill curve: K, the most stages in flight per dimension (the engine's max_active);
+    // below 2 no curve is measured (the dimensions keep a full one).
+    int fill_in_flight = 0;
+    // Bytes of one exchange of the fill streams: a stage's size (the component passes its
+    // smallest chunk), less where the phase's share of the budget cannot hold them, but not
+    // below fill_min_bytes.
+    size_t fill_bytes = 256 << 10;
+    size_t fill_min_bytes = 16 << 10;
+    int fill_repetitions = 5;
+    // A curve whose every point reaches this fraction is noise around a full link: kept
+    // full, so that such a network plans as before.
+    double fill_full = 0.95;
 };
 
 struct DimensionRates {
@@ -72,6 +94,7 @@ struct DimensionRates {
     double bandwidth_alone = 0; // bytes/s per rank with this dimension alone
     double latency = 0;         // seconds per step
     size_t exchange_bytes = 0;  // B of the bandwidth exchanges
+    std::vector<double> fill;   // the fill curve (topology.h); empty: full or not measured
 };
 
 struct CalibrationResult {
@@ -104,6 +127,12 @@ class CalibrationExchange {
     // the seconds until this rank's sends and receives there completed (0 for dimensions
     // not in `dims`).
     std::vector<double> run(const std::vector<int> &dims, const std::vector<size_t> &bytes);
+    // `count` exchanges per dimension of `dims` (dimension dims[i] sending bytes[i] each),
+    // `in_flight` of them at once: each one that finishes is replaced by the next at once.
+    // Per topology dimension, the seconds until its last one finished here (0 for
+    // dimensions not in `dims`).
+    std::vector<double> stream(const std::vector<int> &dims, const std::vector<size_t> &bytes,
+                               int in_flight, int count);
     uint64_t bytes_sent() const { return bytes_sent_; }
 
   private:
@@ -121,6 +150,10 @@ class CalibrationExchange {
     Memory *memory_;
     std::vector<Buffer> send_, recv_; // per dimension
     uint64_t bytes_sent_ = 0;
+    // Posts one exchange on dimension d: its receives into `recv`, its sends of `share`
+    // bytes each, with `tag`; appends their requests.
+    void post(int d, const ExchangePeers &peers, size_t share, char *recv, int tag,
+              std::vector<Transport::Request> &requests);
 };
 
 // Measures `measured` (dimensions of `topo` with more than one peer) as described above.
@@ -140,18 +173,46 @@ size_t next_exchange_bytes(size_t bytes, double seconds, double target_seconds, 
 // Median of a non-empty list.
 double median(std::vector<double> values);
 
+// What the fill streams of one dimension measured: with in_flight[i] exchanges in flight,
+// exchanges[i] of them, of `bytes` each (sent per rank), took seconds[i] (agreed).
+struct FillStreams {
+    std::vector<int> in_flight; // ascending, the first 1
+    std::vector<int> exchanges;
+    std::vector<double> seconds;
+    double bytes = 0;
+};
+
+// The fill curve of a dimension of step `latency` from its streams, with points for 1 to
+// max_active stages in flight:
+//   each count   the simulation's model inverted (ordering.h: c stages in flight each pay
+//                the latency, then share the dimension's rate x fill(c)): per exchange, the
+//                stream's time x in_flight / exchanges less one latency; that count's rate
+//                is c x bytes / that time;
+//   the ratios   are the curve: every count's rate over the best one's, which fills the
+//                link. The streams run with every dimension busy and the large exchanges
+//                (the bandwidth) alone, small exchanges may stay in a cache that large ones
+//                leave: a difference common to every count cancels, and the bandwidth
+//                stays the large exchanges' (at the best count the model moves data at
+//                that rate, as it did before fill curves);
+//   noise        more stages in flight never deliver less (each point at least the one
+//                before); counts between those measured are interpolated; points are
+//                rounded to 0.01; a curve whose every point reaches `full` is full (empty).
+// Canonical (topology.h canonical_fill); empty without a usable measurement.
+std::vector<double> derive_fill_curve(const FillStreams &streams, double latency, int max_active,
+                                      double full = 0.95);
+
 // Where a dimension's number came from, for the verbose log and themis-info.
 enum class RateSource { Default, Given, Measured, Cached };
 const char *rate_source_name(RateSource s);
 
 // `topo` with the measured rates where the spec did not give them: bandwidth replaced
-// unless `bandwidth_given`, latency unless `latency_given`, only for dimensions with a
-// measurement. Rounded to 4 significant digits (bandwidth in bits/s) so that the spec
-// prints them as they are.
+// unless `bandwidth_given`, latency unless `latency_given`, the fill curve unless
+// `fill_given`, only for dimensions with a measurement. Rounded to 4 significant digits
+// (bandwidth in bits/s) so that the spec prints them as they are.
 Topology with_measured_rates(const Topology &topo, const std::vector<DimensionRates> &rates,
-                             bool bandwidth_given, bool latency_given);
+                             bool bandwidth_given, bool latency_given, bool fill_given = false);
 
-// Whether a coll_themis_dims value gives `key` ("bw" or "lat") in one of its sections.
+// Whether a coll_themis_dims value gives `key` ("bw", "lat", "fill") in one of its sections.
 bool spec_gives(const std::string &dims, const std::string &key);
 
 } // namespace themis

@@ -19,7 +19,10 @@ namespace themis {
 
 namespace {
 
-const char *const header = "themis-calibration 1";
+const char *const header = "themis-calibration 2";
+// Format 1 kept rates measured without the fill curve: such a file holds no entry this
+// version uses (measured again, then replaced whole), and is no error.
+const char *const header_without_fill = "themis-calibration 1";
 const char *const time_format = "%Y-%m-%dT%H:%M:%SZ";
 // Entries are about a hundred bytes: anything larger is no calibration file (and a
 // device such as /dev/zero never ends).
@@ -126,6 +129,7 @@ CalibrationEntries parse_entries(const std::string &text, const std::string &pat
     for (int number = 1; std::getline(in, line); ++number) {
         const std::string where = path + ":" + std::to_string(number);
         if (number == 1) {
+            if (line == header_without_fill) return CalibrationEntries();
             if (line != header)
                 throw CalibrationFileError(where + ": expected the header \"" + header +
                                            "\" (another format or version?)");

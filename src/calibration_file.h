@@ -6,20 +6,22 @@
 //
 // The file is text, one entry per line, sorted by key:
 //
-//   themis-calibration 1
+//   themis-calibration 2
 //   KEY SPEC WRITTEN
 //   ...
 //
 //   KEY      calibration_key(): the dimension sizes, then a hash of the sizes, the
 //            algorithms and every position's hostname, e.g. "2x2x2-3f0c9a1b5d7e2468".
 //   SPEC     the measured topology in the dimension spec syntax (Topology::to_spec()),
-//            e.g. "2x4:bw=100Gbps,25GB/s:lat=2us,700ns:alg=ring,hd".
+//            e.g. "2x4:bw=100Gbps,25GB/s:lat=2us,700ns:alg=ring,hd", with the fill curves
+//            where one was measured below full: "...:alg=ring,hd:fill=1,0.56/0.78/0.86/0.94".
 //   WRITTEN  when it was measured, UTC, e.g. "2024-05-01T12:34:56Z" (for people: a
 //            network that changed calls for deleting the entry or the file).
 //
-// Fields are separated by one space and hold none. An empty file has no entries. A file
-// whose header differs (another format version) or with any other line is rejected as a
-// whole; writing an entry then replaces it.
+// Fields are separated by one space and hold none. An empty file has no entries, nor has
+// one of format 1 ("themis-calibration 1": rates without fill curves, which this version
+// measures again). A file whose header differs otherwise (another format version) or
+// with any other line is rejected as a whole; writing an entry then replaces it.
 //
 // Writers replace the file by renaming a complete temporary file over it, so a reader
 // (or a concurrent writer, one per node) never sees a torn file. Two jobs that write
@@ -65,8 +67,9 @@ std::string calibration_key(const Topology &layout,
 CalibrationEntries read_calibration_file(const std::string &path);
 
 // Sets `key`'s entry to `measured`, written at `written`, keeping the other entries (all
-// of them dropped when the existing file is malformed). Throws CalibrationFileError when
-// the existing file cannot be read or the new one cannot be written.
+// of them dropped when the existing file is malformed or of format 1). Throws
+// CalibrationFileError when the existing file cannot be read or the new one cannot be
+// written.
 void write_calibration_entry(const std::string &path, const std::string &key,
                              const Topology &measured, std::time_t written = std::time(nullptr));
 

@@ -1,6 +1,8 @@
 // cost_model: alpha-beta stage times (see cost_model.h).
 #include "cost_model.h"
 
+#include <algorithm>
+
 namespace themis {
 
 const char *phase_name(Phase p) { return p == Phase::ReduceScatter ? "RS" : "AG"; }
@@ -29,8 +31,24 @@ double stage_bandwidth_time(const Dimension &dim, Phase phase, double input_byte
     return stage_bytes_sent(dim, phase, input_bytes) / dim.bandwidth;
 }
 
+double fill_fraction(const Dimension &dim, int stages) {
+    if (dim.fill.empty() || stages < 1) return 1;
+    return dim.fill[std::min(dim.fill.size(), size_t(stages)) - 1];
+}
+
+double filled_bandwidth(const Dimension &dim, int stages) {
+    // Without a curve exactly the bandwidth: plans stay bit for bit what they were.
+    return dim.fill.empty() ? dim.bandwidth : dim.bandwidth * fill_fraction(dim, stages);
+}
+
+double sustained_bandwidth(const Dimension &dim) {
+    if (dim.fill.empty()) return dim.bandwidth;
+    return dim.bandwidth * *std::max_element(dim.fill.begin(), dim.fill.end());
+}
+
 double stage_time(const Dimension &dim, Phase phase, double input_bytes) {
-    return stage_latency(dim) + stage_bandwidth_time(dim, phase, input_bytes);
+    return stage_latency(dim) +
+           stage_bytes_sent(dim, phase, input_bytes) / filled_bandwidth(dim, 1);
 }
 
 } // namespace themis

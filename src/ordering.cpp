@@ -201,12 +201,13 @@ class Simulation {
         return false;
     }
 
-    // Bandwidth share of each stage moving bytes on dimension d.
+    // Bandwidth share of each stage moving bytes on dimension d: what they deliver together
+    // (the dimension's fill curve at their number), shared equally.
     double rate(int d) const {
         int moving = 0;
         for (const auto &r : running_[d])
             if (r.latency_left <= 0) ++moving;
-        return moving ? topo_.dim(d).bandwidth / moving : 0;
+        return moving ? filled_bandwidth(topo_.dim(d), moving) / moving : 0;
     }
 
     static double time_left(const Running &r, double rate) {

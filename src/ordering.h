@@ -3,7 +3,9 @@
 // Every dimension keeps a queue of ready stages; a chunk's next stage becomes ready
 // when its previous stage completes. Up to K stages run at once per dimension: the
 // running stages share the dimension's bandwidth equally, while each pays its own
-// fixed delay (steps x latency, not shared) before it starts moving bytes. With a byte
+// fixed delay (steps x latency, not shared) before it starts moving bytes. m stages moving
+// bytes at once deliver together the fraction of the bandwidth the dimension's fill curve
+// gives for m (cost_model.h; all of it without a curve). With a byte
 // bound, a stage starts on a busy dimension only if its bytes fit under the bound with
 // those of the stages running there, as the engine does (engine.h): otherwise the
 // dimension waits for running stages to finish rather than start another stage out of

@@ -211,14 +211,17 @@ std::vector<std::string> per_level(const std::string &key, const std::string &li
 // The user's attribute lists over the defaults, by key.
 std::map<std::string, std::string> attribute_lists(const std::string &attributes,
                                                    const std::vector<Level> &levels) {
-    std::map<std::string, std::string> lists = {
-        {"bw", kAutoBandwidth}, {"lat", kAutoLatency}, {"alg", default_algorithms(levels)}};
+    std::map<std::string, std::string> lists = {{"bw", kAutoBandwidth},
+                                                {"lat", kAutoLatency},
+                                                {"alg", default_algorithms(levels)},
+                                                {"fill", "1"}};
     for (const auto &section : split(attributes, ':')) {
         if (section.empty()) continue;
         auto eq = section.find('=');
         std::string key = section.substr(0, eq);
         if (eq == std::string::npos || !lists.count(key))
-            throw SpecError("section \"" + section + "\": expected key=value (bw=, lat= or alg=)");
+            throw SpecError("section \"" + section +
+                            "\": expected key=value (bw=, lat=, alg= or fill=)");
         lists[key] = section.substr(eq + 1);
     }
     return lists;
@@ -238,7 +241,7 @@ Topology auto_topology(const std::string &attributes, const std::vector<Level> &
     }
     std::string spec = join(sizes, "x");
     auto lists = attribute_lists(attributes, levels);
-    for (const char *key : {"bw", "lat", "alg"}) {
+    for (const char *key : {"bw", "lat", "alg", "fill"}) {
         const auto values = per_level(key, lists[key], levels);
         std::vector<std::string> kept_values;
         for (size_t i : kept) kept_values.push_back(values[i]);

@@ -20,7 +20,7 @@
 // ranks sit on two or more packages and every package of every node holds as many ranks:
 // ranks of one package share its memory and caches, so that level is the cheaper one.
 //
-// Attribute lists with auto, "auto[:bw=LIST][:lat=LIST][:alg=LIST]", hold
+// Attribute lists with auto, "auto[:bw=LIST][:lat=LIST][:alg=LIST][:fill=LIST]", hold
 //   1 value          for every level;
 //   2 values         the first for the levels inside a node, the second for the levels
 //                    between nodes (so one setting fits with or without the package split
@@ -28,7 +28,7 @@
 //   1 per level      in the order above, counting the levels before any is dropped, e.g.
 //                    package,node,network0,network1.
 // Defaults: bw 100Gbps inside a node, 25Gbps between; lat 1us, 5us; alg direct inside a
-// node up to 8 peers, elsewhere hd for a power of two peers, else ring.
+// node up to 8 peers, elsewhere hd for a power of two peers, else ring; fill 1 (full).
 #pragma once
 
 #include <stdexcept>

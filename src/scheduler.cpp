@@ -56,9 +56,11 @@ class DimLoadTracker {
             if (s.phase == charged) charge(s.dim, s.phase, s.input_bytes);
     }
 
+    // A stage's bytes at the rate its dimension sustains with its queue busy (its fill
+    // curve's highest point; the bandwidth without a curve).
     double stage_cost(int d, Phase phase, double input) const {
         const Dimension &dim = topo_.dim(d);
-        double t = stage_bandwidth_time(dim, phase, input);
+        double t = stage_bytes_sent(dim, phase, input) / sustained_bandwidth(dim);
         return model_ == LoadModel::Latency ? t + stage_latency(dim) : t;
     }
 
@@ -106,7 +108,7 @@ std::vector<int> themis_order(const Topology &topo, const DimLoadTracker &tracke
     // The load gap as bytes of an RS on the least-loaded dimension.
     const Dimension &least = topo.dim(*lo);
     double gap = tracker.load(*hi) - tracker.load(*lo);
-    double gap_bytes = gap * least.bandwidth * least.peers / (least.peers - 1);
+    double gap_bytes = gap * sustained_bandwidth(least) * least.peers / (least.peers - 1);
     if (gap_bytes < chunk_bytes * threshold) return baseline;
     return sorted;
 }

@@ -16,7 +16,14 @@ Topology::Topology(std::vector<Dimension> dims) : dims_(std::move(dims)) {
     for (size_t d = 0; d < dims_.size(); ++d) {
         stride_[d] = size_;
         size_ *= dims_[d].peers;
+        if (!dims_[d].fill.empty()) dims_[d].fill = canonical_fill(std::move(dims_[d].fill));
     }
+}
+
+std::vector<double> canonical_fill(std::vector<double> curve) {
+    while (curve.size() > 1 && curve.back() == curve[curve.size() - 2]) curve.pop_back();
+    if (curve.size() == 1 && curve[0] == 1) curve.clear();
+    return curve;
 }
 
 std::vector<int> Topology::coords(int rank) const {
@@ -102,7 +109,8 @@ std::string Topology::to_spec() const {
         {"Tbps", 1e12, 8}, {"Gbps", 1e9, 8}, {"Mbps", 1e6, 8}, {"kbps", 1e3, 8}, {"B/s", 1, 1}};
     static const std::vector<Unit> lat_units = {
         {"s", 1, 1}, {"ms", 1, 1e3}, {"us", 1, 1e6}, {"ns", 1, 1e9}};
-    std::ostringstream peers, bw, lat, alg;
+    std::ostringstream peers, bw, lat, alg, fill;
+    bool any_fill = false;
     for (size_t d = 0; d < dims_.size(); ++d) {
         const char *sep = d ? "," : "";
         peers << (d ? "x" : "") << dims_[d].peers;
@@ -111,8 +119,22 @@ std::string Topology::to_spec() const {
             << (dims_[d].latency == 0 ? std::string("0us")
                                       : with_unit(dims_[d].latency, lat_units, parse_latency));
         alg << sep << algorithm_name(dims_[d].algorithm);
+        fill << sep << fill_text(dims_[d].fill);
+        any_fill |= !dims_[d].fill.empty();
     }
-    return peers.str() + ":bw=" + bw.str() + ":lat=" + lat.str() + ":alg=" + alg.str();
+    // fill= only where a curve is known: a spec without one reads as it did before curves.
+    return peers.str() + ":bw=" + bw.str() + ":lat=" + lat.str() + ":alg=" + alg.str() +
+           (any_fill ? ":fill=" + fill.str() : std::string());
+}
+
+std::string fill_text(const std::vector<double> &curve) {
+    if (curve.empty()) return "1";
+    std::string text;
+    for (size_t i = 0; i < curve.size(); ++i)
+        text += (i ? "/" : "") + shortest(curve[i], curve[i], [](const char *digits) {
+                    return strtod(digits, nullptr);
+                });
+    return text;
 }
 
 uint64_t Topology::fingerprint() const {
@@ -124,6 +146,11 @@ uint64_t Topology::fingerprint() const {
         h.value(d.latency);
         h.value(static_cast<int>(d.algorithm));
         h.value(d.alternatives);
+        // Only a known curve: topologies without one keep the fingerprints they had.
+        if (!d.fill.empty()) {
+            h.value(d.fill.size());
+            for (double f : d.fill) h.value(f);
+        }
     }
     return h.digest();
 }
@@ -133,7 +160,7 @@ bool Topology::operator==(const Topology &o) const {
     for (size_t d = 0; d < dims_.size(); ++d) {
         const auto &a = dims_[d], &b = o.dims_[d];
         if (a.peers != b.peers || a.bandwidth != b.bandwidth || a.latency != b.latency ||
-            a.algorithm != b.algorithm || a.alternatives != b.alternatives)
+            a.algorithm != b.algorithm || a.alternatives != b.alternatives || a.fill != b.fill)
             return false;
     }
     return true;
@@ -245,6 +272,27 @@ double parse_latency(const std::string &text) {
                   "ns, us, ms, s; none means us");
 }
 
+std::vector<double> parse_fill(const std::string &text) {
+    const auto points = split(trim(text), '/');
+    const std::string expected = "fill: expected the fraction of the bandwidth reached with 1, "
+                                 "2, ... stages in flight, each above 0 and at most 1, "
+                                 "separated by '/' (e.g. 0.56/0.78/0.94; 1 = full), got \"" +
+                                 text + "\"";
+    if (points.size() > kMaxFillPoints)
+        throw SpecError("fill: at most " + std::to_string(kMaxFillPoints) + " points, got " +
+                        std::to_string(points.size()) + " in \"" + text + "\"");
+    std::vector<double> curve;
+    for (const std::string &point : points) {
+        const std::string t = trim(point);
+        char *end = nullptr;
+        const double v = strtod(t.c_str(), &end);
+        if (t.empty() || end == t.c_str() || *end != '\0' || !(v > 0 && v <= 1))
+            throw SpecError(expected);
+        curve.push_back(v);
+    }
+    return canonical_fill(std::move(curve));
+}
+
 Algorithm parse_algorithm(const std::string &text) {
     if (std::optional<Algorithm> a = find_algorithm(lower(trim(text)))) return *a;
     throw SpecError("algorithm: expected " + algorithm_choices() + ", got \"" + text + "\"");
@@ -281,24 +329,26 @@ Topology parse_topology(const std::string &spec) {
     }
     const int nd = static_cast<int>(dims.size());
 
-    bool seen_bw = false, seen_lat = false, seen_alg = false;
+    bool seen_bw = false, seen_lat = false, seen_alg = false, seen_fill = false;
     for (size_t s = 1; s < sections.size(); ++s) {
         auto kv = trim(sections[s]);
         auto eq = kv.find('=');
         if (eq == std::string::npos)
-            throw SpecError("section \"" + kv + "\": expected key=value (bw=, lat= or alg=)");
+            throw SpecError("section \"" + kv +
+                            "\": expected key=value (bw=, lat=, alg= or fill=)");
         std::string key = lower(trim(kv.substr(0, eq)));
         auto values = per_dim_list(key, kv.substr(eq + 1), nd);
         auto in_dim = [&](int d, const std::exception &e) {
             return SpecError("dimension " + std::to_string(d) + " " + e.what());
         };
-        bool *seen = key == "bw"    ? &seen_bw
-                     : key == "lat" ? &seen_lat
-                     : key == "alg" ? &seen_alg
-                                    : nullptr;
+        bool *seen = key == "bw"     ? &seen_bw
+                     : key == "lat"  ? &seen_lat
+                     : key == "alg"  ? &seen_alg
+                     : key == "fill" ? &seen_fill
+                                     : nullptr;
         if (!seen)
             throw SpecError("section \"" + kv + "\": unknown key \"" + key +
-                            "\" (valid: bw, lat, alg)");
+                            "\" (valid: bw, lat, alg, fill)");
         if (*seen) throw SpecError("key \"" + key + "\" given twice");
         *seen = true;
         for (int d = 0; d < nd; ++d) {
@@ -306,6 +356,7 @@ Topology parse_topology(const std::string &spec) {
                 if (key == "bw") dims[d].bandwidth = parse_bandwidth(values[d]);
                 if (key == "lat") dims[d].latency = parse_latency(values[d]);
                 if (key == "alg") dims[d].algorithm = parse_algorithm(values[d]);
+                if (key == "fill") dims[d].fill = parse_fill(values[d]);
             } catch (const SpecError &e) {
                 throw in_dim(d, e);
             }

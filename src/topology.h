@@ -7,9 +7,11 @@
 // dimension 0.
 //
 // The user spec (see README, "Dimension spec"):
-//   PEERSxPEERSx...[:bw=LIST][:lat=LIST][:alg=LIST]
-// e.g. "2x4", "16x8x8:bw=1600Gbps,800Gbps,400Gbps:lat=700ns,700ns,1.7us:alg=hd,ring,hd".
-// A LIST holds one value per dimension, or a single value for all of them.
+//   PEERSxPEERSx...[:bw=LIST][:lat=LIST][:alg=LIST][:fill=LIST]
+// e.g. "2x4", "16x8x8:bw=1600Gbps,800Gbps,400Gbps:lat=700ns,700ns,1.7us:alg=hd,ring,hd",
+// "2x4:bw=100Mbps,200Mbps:fill=1,0.56/0.78/0.94".
+// A LIST holds one value per dimension, or a single value for all of them; a fill value is
+// a curve, its points separated by '/'.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "algorithms/registry.h"
+#include "settings.h"
 
 namespace themis {
 
@@ -30,7 +33,20 @@ struct Dimension {
     // Other algorithms the physical dimension can run, one bit (1 << Algorithm) each, that
     // the planner may choose instead (planner.h); 0: only `algorithm` (alg= pins it).
     unsigned alternatives = 0;
+    // The fill curve: fill[i] is the fraction of `bandwidth` the dimension delivers with
+    // i + 1 stages moving bytes at once (all of them together), each in (0, 1]; past the
+    // last point the last holds. Empty: every count fills the link (1), the model before
+    // fill curves. A Topology keeps it canonical (canonical_fill).
+    std::vector<double> fill;
 };
+
+// The most points a fill curve holds: one per stage in flight, up to the largest K.
+constexpr size_t kMaxFillPoints = THEMIS_MAX_ACTIVE_MAX;
+
+// `curve` without its trailing points equal to the one before them (past the last point
+// the last holds), and empty when all that is left is 1 (a full link): equal curves compare
+// and hash equal.
+std::vector<double> canonical_fill(std::vector<double> curve);
 
 // Whether the planner may run `a` on the dimension: its own algorithm or an alternative,
 // where the algorithm accepts the dimension's number of peers.
@@ -92,6 +108,11 @@ std::vector<std::string> split(const std::string &s, char sep);
 double parse_bandwidth(const std::string &text);
 // Latency: ns, us, ms, s; no unit means microseconds. Result in seconds.
 double parse_latency(const std::string &text);
+// A fill curve: fractions in (0, 1], the first for one stage in flight, separated by '/'
+// ("0.56/0.78/0.94"; "1" is a full link), at most kMaxFillPoints. Result canonical.
+std::vector<double> parse_fill(const std::string &text);
+// The curve as the spec writes it: "1" for a full one, else its points joined by '/'.
+std::string fill_text(const std::vector<double> &curve);
 // A name or alias of a row of algorithms/registry.
 Algorithm parse_algorithm(const std::string &text);
 

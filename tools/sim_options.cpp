@@ -32,12 +32,20 @@ Usage:
   themis-sim --help
 
 One run:
-  --topology T       a dimension spec, PEERSxPEERSx...[:bw=LIST][:lat=LIST][:alg=LIST],
+  --topology T       a dimension spec,
+                     PEERSxPEERSx...[:bw=LIST][:lat=LIST][:alg=LIST][:fill=LIST],
                      e.g. "2x4:bw=200Gbps,100Gbps:lat=1us,5us:alg=ring,hd" (a LIST holds one
                      value per dimension or one for all; bw units bps..Tbps or B/s..TB/s,
-                     none = Gbps; lat units ns, us, ms, s, none = us; alg ring, hd, direct),
-                     or a topology of the paper's Table 2: 2D-SW_SW, 3D-SW_SW_SW_homo,
-                     3D-SW_SW_SW_hetero, 3D-FC_Ring_SW, 4D-Ring_SW_SW_SW, 4D-Ring_FC_Ring_SW
+                     none = Gbps; lat units ns, us, ms, s, none = us; alg ring, hd, direct;
+                     fill the dimension's fill curve, see --fill), or a topology of the
+                     paper's Table 2: 2D-SW_SW, 3D-SW_SW_SW_homo, 3D-SW_SW_SW_hetero,
+                     3D-FC_Ring_SW, 4D-Ring_SW_SW_SW, 4D-Ring_FC_Ring_SW
+  --fill LIST        the fill curves, as the spec's fill= (also over a paper topology): per
+                     dimension the fraction of its bandwidth that 1, 2, ... stages in flight
+                     reach together, separated by '/', the last holding past its end, e.g.
+                     0.56/0.78/0.94 (the emulated network's); one curve for all dimensions
+                     or one per dimension, "1" a full link (default: 1, one stage fills it,
+                     as the component without a measured curve)
   --size S           bytes: All-Reduce the vector, Reduce-Scatter each rank's input (all
                      blocks), All-Gather each rank's output. Suffixes K, M, G, T (or KB, MB,
                      ...) are decimal, KiB, MiB, GiB, TiB binary: 64M, 1G, 100MB, 1.5GiB, 1e8
@@ -217,6 +225,7 @@ const std::vector<OptionSpec> &option_specs() {
         {"paper", false, [](Options &o, const std::string &) { o.paper = true; }},
         {"bandwidth-only", false, [](Options &o, const std::string &) { o.bandwidth_only = true; }},
         {"topology", true, [](Options &o, const std::string &v) { o.topology = v; }},
+        {"fill", true, [](Options &o, const std::string &v) { o.fill = v; }},
         {"size", true, [](Options &o, const std::string &v) { o.run.bytes = parse_size(v); }},
         {"chunks", true,
          [](Options &o, const std::string &v) {
@@ -303,6 +312,19 @@ void apply_option(Options &o, int argc, char **argv, int &i) {
     spec->apply(o, value);
 }
 
+// Whether a spec has a fill= section.
+bool spec_gives_fill(const std::string &spec) {
+    const std::vector<std::string> sections = split(spec, ':');
+    for (size_t i = 1; i < sections.size(); ++i) {
+        const std::string section = lower(sections[i]);
+        const size_t key = section.find_first_not_of(" \t");
+        if (key != std::string::npos && section.compare(key, 4, "fill") == 0 &&
+            section.find_first_not_of(" \t", key + 4) == section.find('='))
+            return true;
+    }
+    return false;
+}
+
 Topology resolve_topology(const std::string &text, bool bandwidth_only) {
     Topology topo;
     if (auto paper = paper_topology(text)) {
@@ -316,6 +338,22 @@ Topology resolve_topology(const std::string &text, bool bandwidth_only) {
         }
     }
     return bandwidth_only ? topo.without_latency() : topo;
+}
+
+// `topo` with the fill curves of `list` (as the spec's fill=).
+Topology with_fill(const Topology &topo, const std::string &list) {
+    std::string sizes;
+    for (int d = 0; d < topo.num_dims(); ++d)
+        sizes += (d ? "x" : "") + std::to_string(topo.dim(d).peers);
+    Topology curves;
+    try {
+        curves = parse_topology(sizes + ":fill=" + list);
+    } catch (const SpecError &e) {
+        throw UsageError("--fill \"" + list + "\": " + e.what());
+    }
+    std::vector<Dimension> dims = topo.dims();
+    for (int d = 0; d < topo.num_dims(); ++d) dims[d].fill = curves.dim(d).fill;
+    return Topology(dims);
 }
 
 } // namespace
@@ -339,6 +377,11 @@ Options parse_args(int argc, char **argv) {
         if (o.given.count(needs_trace) && !o.given.count("measured"))
             throw UsageError(std::string("--") + needs_trace + " needs --measured FILE");
     o.run.topology = resolve_topology(o.topology, o.bandwidth_only);
+    if (o.given.count("fill")) {
+        if (spec_gives_fill(o.topology))
+            throw UsageError("--fill: the --topology spec gives fill= already; give one of them");
+        o.run.topology = with_fill(o.run.topology, o.fill);
+    }
     return o;
 }
 

@@ -22,6 +22,7 @@ class UsageError : public std::runtime_error {
 struct Options {
     bool help = false, paper = false, bandwidth_only = false;
     std::string topology; // as given: a paper name or a spec
+    std::string fill;     // --fill's list, as given
     SimCase run;          // everything but the topology
     std::string timeline_path, csv_path, measured_path, measured_timeline_path;
     int orders = 8;

@@ -74,19 +74,22 @@ void print_case(std::ostream &out, const Options &o, const SimResult &r) {
 void print_dims(std::ostream &out, const SimResult &r) {
     std::vector<int> stages(r.topology.num_dims(), 0);
     for (const StageRun &run : r.ordering.runs) ++stages[run.dim];
+    // The fill curves' column only where one is known.
+    bool fill = false;
+    for (const Dimension &dim : r.topology.dims()) fill |= !dim.fill.empty();
     char buf[200];
-    snprintf(buf, sizeof buf, "%-4s %6s  %-7s %13s %10s %7s %12s %7s\n", "dim", "peers", "alg",
-             "bandwidth", "latency", "stages", "busy", "busy %");
+    snprintf(buf, sizeof buf, "%-4s %6s  %-7s %13s %10s %7s %12s %7s%s\n", "dim", "peers", "alg",
+             "bandwidth", "latency", "stages", "busy", "busy %", fill ? "  fill" : "");
     out << buf;
     for (int d = 0; d < r.topology.num_dims(); ++d) {
         const Dimension &dim = r.topology.dim(d);
         const double busy = r.ordering.busy[d];
         const double fraction = r.ordering.makespan > 0 ? busy / r.ordering.makespan : 0;
-        snprintf(buf, sizeof buf, "%-4d %6d  %-7s %13s %10s %7d %12s %7.2f\n", d, dim.peers,
+        snprintf(buf, sizeof buf, "%-4d %6d  %-7s %13s %10s %7d %12s %7.2f", d, dim.peers,
                  algorithm_name(dim.algorithm), format_si(dim.bandwidth, "B/s").c_str(),
                  format_si(dim.latency, "s").c_str(), stages[d], format_si(busy, "s").c_str(),
                  100 * fraction);
-        out << buf;
+        out << buf << (fill ? "  " + fill_text(dim.fill) : std::string()) << "\n";
     }
     out << "\n";
 }

@@ -40,7 +40,8 @@ def parse_bw_mbit(text, default_unit="gbps"):
 
 
 def parse_dims(spec):
-    """'2x4', '2,4', '2x2x2' or the component's full form '2x4:bw=200Mbps,100Mbps[:lat=..][:alg=..]'.
+    """'2x4', '2,4', '2x2x2' or the component's full form
+    '2x4:bw=200Mbps,100Mbps[:lat=..][:alg=..][:fill=..]' (lat=, alg= and fill= are for themis only).
     Returns (dims, rates_mbit or None, spec_fields dict)."""
     parts = spec.strip().split(":")
     head = parts[0]
@@ -55,9 +56,9 @@ def parse_dims(spec):
     fields = {}
     for f in parts[1:]:
         if "=" not in f:
-            raise NetemError("bad field %r in %r (expected bw=, lat= or alg=)" % (f, spec))
+            raise NetemError("bad field %r in %r (expected bw=, lat=, alg= or fill=)" % (f, spec))
         k, v = f.split("=", 1)
-        if k not in ("bw", "lat", "alg"):
+        if k not in ("bw", "lat", "alg", "fill"):
             raise NetemError("unknown field %r in %r" % (k, spec))
         fields[k] = v.split(",")
     rates = None
@@ -174,7 +175,7 @@ class Topo:
                 bw = ",".join([self.shm_bw] * self.nhost_dims +
                               [fmt_rate(r) for r in self.rates[self.nhost_dims:]])
         s = "x".join(map(str, self.dims)) + ":bw=" + bw
-        for k in ("lat", "alg"):
+        for k in ("lat", "alg", "fill"):
             if k in self.spec_fields:
                 s += ":%s=%s" % (k, ",".join(self.spec_fields[k]))
         return s

@@ -4,7 +4,9 @@
 # component's verbose lines must say, on every rank alike:
 #   measured  a spec without bw=/lat= is calibrated (and the cost said), the file written;
 #   cached    a second job with the same file reads it and measures nothing;
-#   given     bw= given wins, the latency is still measured;
+#   format 1  a file written before fill curves is measured again, silently, and rewritten;
+#   given     bw= given wins, the latency is still measured; fill= given wins over the
+#             fill curve's measurement;
 #   default   coll_themis_calibration_seconds 0 measures nothing;
 #   damaged   a calibration file that is not one is reported once and rewritten;
 #   bad value a negative budget gets the bad-param message and the default;
@@ -36,12 +38,14 @@ run() {
     fail "$name: the run failed (log $OUT/$name.log)"
   grep -q 'results exact on every rank' "$OUT/$name.log" || fail "$name: results not exact"
 }
-# sources NAME BW LAT: every rank's event selected names these sources, and all four
-# ranks select the same dimensions (they plan with identical numbers).
+# sources NAME BW LAT [FILL]: every rank's event selected names these sources (the fill
+# curve's the latency's unless FILL is given), and all four ranks select the same
+# dimensions (they plan with identical numbers, fill curves included).
 sources() {
-  local n
-  n=$(log_count "$OUT/$1.log" selected "bw_source=$2" "lat_source=$3")
-  [ "$n" = 4 ] || fail "$1: $n of 4 ranks say bw_source=$2 lat_source=$3 (log $OUT/$1.log)"
+  local n fill=${4:-$3}
+  n=$(log_count "$OUT/$1.log" selected "bw_source=$2" "lat_source=$3" "fill_source=$fill")
+  [ "$n" = 4 ] ||
+    fail "$1: $n of 4 ranks say bw_source=$2 lat_source=$3 fill_source=$fill (log $OUT/$1.log)"
   n=$(log_values "$OUT/$1.log" selected dims | sort -u | wc -l)
   [ "$n" = 1 ] || fail "$1: the ranks disagree on the dimensions (log $OUT/$1.log)"
 }
@@ -51,7 +55,7 @@ file=$OUT/calibration.txt
 run measured --mca coll_themis_dims 2x2 --mca coll_themis_calibration_file "$file"
 sources measured measured,measured measured,measured
 [ "$(measured_cost measured)" = 4 ] || fail "measured: the calibration's cost is not said on every rank"
-head -n 1 "$file" | grep -qx 'themis-calibration 1' || fail "measured: $file has no header"
+head -n 1 "$file" | grep -qx 'themis-calibration 2' || fail "measured: $file has no header"
 grep -Eq '^2x2-[0-9a-f]+-(cma[0-9,]+\+)?pml 2x2:bw=' "$file" || fail "measured: $file has no 2x2 entry"
 
 run cached --mca coll_themis_dims 2x2 --mca coll_themis_calibration_file "$file"
@@ -61,10 +65,23 @@ want=$(log_values "$OUT/measured.log" selected dims | head -n 1)
 [ "$(log_values "$OUT/cached.log" selected dims | sort -u)" = "$want" ] ||
   fail "cached: other rates than the file's ($want)"
 
+format1=$OUT/format1.txt
+sed -e '1s/.*/themis-calibration 1/' "$file" >"$format1"
+run format1 --mca coll_themis_dims 2x2 --mca coll_themis_calibration_file "$format1"
+sources format1 measured,measured measured,measured
+[ "$(measured_cost format1)" = 4 ] || fail "format1: a file of format 1 was used"
+! grep -q 'cannot use the calibration file' "$OUT/format1.log" || fail "format1: reported as damaged"
+head -n 1 "$format1" | grep -qx 'themis-calibration 2' || fail "format1: the file was not rewritten"
+
 run given --mca coll_themis_dims 2x2:bw=10Gbps,20Gbps
 sources given given,given measured,measured
 [ "$(log_count "$OUT/given.log" selected 'dims=2x2:bw=10Gbps,20Gbps:lat=.*')" = 4 ] ||
   fail "given: bw= not kept"
+
+run fill_given --mca coll_themis_dims 2x2:fill=1,0.5/0.9
+sources fill_given measured,measured measured,measured given,given
+[ "$(log_count "$OUT/fill_given.log" selected 'dims=2x2:.*:fill=1,0.5/0.9')" = 4 ] ||
+  fail "fill_given: fill= not kept"
 
 run off --mca coll_themis_dims 2x2 --mca coll_themis_calibration_seconds 0
 sources off default,default default,default
@@ -76,7 +93,7 @@ run damaged --mca coll_themis_dims 2x2 --mca coll_themis_calibration_file "$dama
 sources damaged measured,measured measured,measured
 n=$(grep -c 'cannot use the calibration file' "$OUT/damaged.log")
 [ "$n" -ge 1 ] && [ "$n" -le 4 ] || fail "damaged: said $n times (once per process at most)"
-head -n 1 "$damaged" | grep -qx 'themis-calibration 1' || fail "damaged: the file was not rewritten"
+head -n 1 "$damaged" | grep -qx 'themis-calibration 2' || fail "damaged: the file was not rewritten"
 
 run bad_value --mca coll_themis_dims 2x2 --mca coll_themis_calibration_seconds -1
 grep -q 'coll_themis_calibration_seconds has the value -1' "$OUT/bad_value.log" ||
@@ -96,4 +113,4 @@ run topo_missing --mca coll_themis_dims auto --mca coll_themis_single_dim 1 \
 n=$(grep -c 'cannot use the topology file' "$OUT/topo_missing.log")
 [ "$n" = 1 ] || fail "topo_missing: said $n times, not once"
 
-echo "check_calibration: OK: measured, cached, given, default, damaged file, bad value, failed measurement, topology file"
+echo "check_calibration: OK: measured, cached, format 1, given, fill given, default, damaged file, bad value, failed measurement, topology file"

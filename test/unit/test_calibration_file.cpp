@@ -64,7 +64,7 @@ const Topology measured_2x2x2 = parse_topology("2x2x2:bw=40Gbps:lat=1us:alg=ring
 TEST_F(CalibrationFile, WritesTheDocumentedFormatSortedByKey) {
     write_calibration_entry(path_, "b-key", measured_2x4, may_first);
     write_calibration_entry(path_, "a-key", measured_2x2x2, may_first + 60);
-    EXPECT_EQ(read_text(), "themis-calibration 1\n"
+    EXPECT_EQ(read_text(), "themis-calibration 2\n"
                            "a-key " +
                                measured_2x2x2.to_spec() +
                                " 2024-05-01T12:35:56Z\n"
@@ -98,20 +98,47 @@ TEST_F(CalibrationFile, MissingFileHasNoEntries) {
 TEST_F(CalibrationFile, EmptyFileHasNoEntries) {
     write_text("");
     EXPECT_TRUE(read_calibration_file(path_).empty());
-    write_text("themis-calibration 1\n");
+    write_text("themis-calibration 2\n");
     EXPECT_TRUE(read_calibration_file(path_).empty());
 }
 
 TEST_F(CalibrationFile, AcceptsALastLineWithoutNewline) {
-    write_text("themis-calibration 1\nk " + measured_2x4.to_spec() + " 2024-05-01T12:34:56Z");
+    write_text("themis-calibration 2\nk " + measured_2x4.to_spec() + " 2024-05-01T12:34:56Z");
     EXPECT_EQ(read_calibration_file(path_).size(), 1u);
+}
+
+TEST_F(CalibrationFile, FillCurvesRoundTrip) {
+    // A measured curve is part of the spec the file keeps, and reads back exactly.
+    const Topology filled =
+        parse_topology("2x4:bw=49.63Mbps,205.9Mbps:lat=141.8us,113.3us:alg=direct,hd:"
+                       "fill=1,0.56/0.78/0.86/0.94");
+    write_calibration_entry(path_, "k", filled, may_first);
+    EXPECT_NE(read_text().find(":fill=1,0.56/0.78/0.86/0.94 "), std::string::npos) << read_text();
+    const CalibrationEntries entries = read_calibration_file(path_);
+    const std::optional<Topology> cached =
+        cached_topology(entries, "k", parse_topology("2x4:alg=direct,hd"));
+    ASSERT_TRUE(cached);
+    EXPECT_EQ(*cached, filled);
+    EXPECT_EQ(cached->dim(1).fill, (std::vector<double>{0.56, 0.78, 0.86, 0.94}));
+    EXPECT_EQ(cached->fingerprint(), filled.fingerprint());
+}
+
+TEST_F(CalibrationFile, AFileOfFormatOneHasNoEntriesAndIsReplaced) {
+    // Format 1 kept rates measured without fill curves: no entry is used (so the layout is
+    // measured again), it is no error, and writing replaces the file whole.
+    write_text("themis-calibration 1\nk " + measured_2x4.to_spec() + " 2024-05-01T12:34:56Z\n");
+    EXPECT_EQ(read_error(), "");
+    EXPECT_TRUE(read_calibration_file(path_).empty());
+    write_calibration_entry(path_, "other", measured_2x2x2, may_first);
+    EXPECT_EQ(read_text(), "themis-calibration 2\nother " + measured_2x2x2.to_spec() +
+                               " 2024-05-01T12:34:56Z\n");
 }
 
 // ---------------------------------------------------------------------------------------
 // Rejected files: the message names the path and the line
 
 TEST_F(CalibrationFile, WrongHeaderOrVersionNamesLineOne) {
-    for (const char *first : {"themis-calibration 2", "themis-calibration", "k 2x2 x"}) {
+    for (const char *first : {"themis-calibration 3", "themis-calibration", "k 2x2 x"}) {
         write_text(std::string(first) + "\n");
         EXPECT_NE(read_error().find(path_ + ":1: expected the header"), std::string::npos)
             << first << ": " << read_error();
@@ -128,12 +155,13 @@ TEST_F(CalibrationFile, MalformedLineNamesItsLine) {
         {"k2 " + measured_2x4.to_spec() + " 2024-05-01T12:34:56Z ", "expected \"KEY SPEC"},
         {"k2 2x:bw=1Gbps 2024-05-01T12:34:56Z", "the spec does not parse: dimension 1 peers"},
         {"k2 2x2:bw=fast 2024-05-01T12:34:56Z", "the spec does not parse"},
+        {"k2 2x2:fill=1,1.5 2024-05-01T12:34:56Z", "the spec does not parse: dimension 1 fill"},
         {"k2 2x2 yesterday", "expected a UTC time"},
         {"k2 2x2 2024-05-01T12:34:56", "expected a UTC time"},
         {good, "a second entry for the key k1"},
     };
     for (const auto &[line, message] : bad) {
-        write_text("themis-calibration 1\n" + good + "\n" + line +
+        write_text("themis-calibration 2\n" + good + "\n" + line +
                    "\nk3 2x2 2024-05-01T12:34:56Z\n");
         const std::string error = read_error();
         EXPECT_NE(error.find(path_ + ":3: " + message), std::string::npos)

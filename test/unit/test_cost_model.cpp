@@ -82,6 +82,36 @@ TEST(CostModelTime, ZeroBytesCostsOnlyTheFixedDelay) {
     EXPECT_NEAR(stage_time(d, Phase::AllGather, 0), 9e-6, 1e-18);
 }
 
+TEST(CostModelFill, FractionOfTheCurveForEachCountTheLastHolding) {
+    Dimension d = dim(4, 10e9, 0, Algorithm::Ring);
+    // No curve: every count fills the link, exactly.
+    for (int n : {1, 2, 64}) {
+        EXPECT_EQ(fill_fraction(d, n), 1.0);
+        EXPECT_EQ(filled_bandwidth(d, n), 10e9);
+    }
+    EXPECT_EQ(sustained_bandwidth(d), 10e9);
+    d.fill = {0.5, 0.75, 0.9};
+    EXPECT_EQ(fill_fraction(d, 1), 0.5);
+    EXPECT_EQ(fill_fraction(d, 2), 0.75);
+    EXPECT_EQ(fill_fraction(d, 3), 0.9);
+    EXPECT_EQ(fill_fraction(d, 7), 0.9); // past the end: the last point
+    EXPECT_NEAR(filled_bandwidth(d, 1), 5e9, 1e-3);
+    EXPECT_NEAR(filled_bandwidth(d, 2), 7.5e9, 1e-3);
+    EXPECT_NEAR(sustained_bandwidth(d), 9e9, 1e-3);
+    // Not monotone: the tracker charges at the best the dimension reaches.
+    d.fill = {0.6, 0.8, 0.7};
+    EXPECT_NEAR(sustained_bandwidth(d), 8e9, 1e-3);
+}
+
+TEST(CostModelFill, AStageAloneRunsAtTheFirstPoint) {
+    // Ring of 5, 2 us per step, 10 GB/s, RS of 1 MB, one stage reaching 40 % of the link:
+    //   8 us + 0.8 MB / 4 GB/s = 8 + 200 = 208 us; the full-rate bandwidth time stays 80 us.
+    Dimension ring = dim(5, 10e9, 2e-6, Algorithm::Ring);
+    ring.fill = {0.4, 1};
+    EXPECT_NEAR(stage_time(ring, Phase::ReduceScatter, 1e6), 208e-6, 1e-15);
+    EXPECT_NEAR(stage_bandwidth_time(ring, Phase::ReduceScatter, 1e6), 80e-6, 1e-15);
+}
+
 TEST(CostModelNames, PhaseNames) {
     EXPECT_STREQ(phase_name(Phase::ReduceScatter), "RS");
     EXPECT_STREQ(phase_name(Phase::AllGather), "AG");

@@ -163,6 +163,9 @@ void check_topology(const Topology &t, const std::string &input) {
         if (d.algorithm == Algorithm::HalvingDoubling) {
             EXPECT_TRUE(is_power_of_two(d.peers));
         }
+        EXPECT_LE(d.fill.size(), kMaxFillPoints);
+        for (double f : d.fill) EXPECT_TRUE(f > 0 && f <= 1) << f;
+        EXPECT_TRUE(d.fill == canonical_fill(d.fill)) << input;
     }
     EXPECT_EQ(product, t.size());
     EXPECT_LE(product, 1 << 24);
@@ -273,16 +276,39 @@ TEST(FuzzParsers, DimensionSpec) {
          Mutator(budget_from_env().seed,
                  {"2x4", "2x2x2:alg=direct,hd,ring", "auto:bw=400Gbps,100Gbps",
                   "16x8x8:bw=1600Gbps,800Gbps,400Gbps:lat=700ns,700ns,1.7us:alg=hd",
-                  "3x5:bw=12.5GB/s:lat=2ms", "2x2:bw=50Mbit,1e2kbps:lat=1e-3s,0"},
-                 {"x",     ":",        ",",
-                  "=",     "bw=",      "lat=",
-                  "alg=",  "Gbps",     "TB/s",
-                  "bps",   "ns",       "s",
-                  "hd",    "ring",     "direct",
-                  "1e308", "1e-320",   "nan",
-                  "inf",   "-1",       "0",
-                  "0x10",  "16777216", "4294967297",
-                  " ",     "\t",       std::string("\0", 1)}),
+                  "3x5:bw=12.5GB/s:lat=2ms", "2x2:bw=50Mbit,1e2kbps:lat=1e-3s,0",
+                  "2x4:bw=100Mbps,200Mbps:fill=1,0.56/0.78/0.94"},
+                 {"x",
+                  ":",
+                  ",",
+                  "=",
+                  "bw=",
+                  "lat=",
+                  "alg=",
+                  "fill=",
+                  "/",
+                  "0.5",
+                  "1",
+                  "Gbps",
+                  "TB/s",
+                  "bps",
+                  "ns",
+                  "s",
+                  "hd",
+                  "ring",
+                  "direct",
+                  "1e308",
+                  "1e-320",
+                  "nan",
+                  "inf",
+                  "-1",
+                  "0",
+                  "0x10",
+                  "16777216",
+                  "4294967297",
+                  " ",
+                  "\t",
+                  std::string("\0", 1)}),
          budget_from_env(), check_spec);
 }
 
@@ -312,11 +338,15 @@ TEST(FuzzParsers, CalibrationFile) {
     CalibrationFuzz file;
     fuzz("calibration file",
          Mutator(budget_from_env().seed + 2,
-                 {"themis-calibration 1\n"
+                 {"themis-calibration 2\n"
                   "2x4-0011223344556677 2x4:bw=100Gbps,25GB/s:lat=2us,700ns:alg=ring,hd "
                   "2024-05-01T12:34:56Z\n",
-                  "themis-calibration 1\n", ""},
-                 {"themis-calibration 1\n", " ", "\n", "2x2", ":bw=", "Gbps", "2024-05-01T",
-                  "12:34:56Z", "99:99:99Z", "-", "x", std::string("\0", 1)}),
+                  "themis-calibration 2\n"
+                  "2x4-0011223344556677 2x4:bw=100Mbps:lat=2us:alg=ring,hd:fill=0.5/0.9 "
+                  "2024-05-01T12:34:56Z\n",
+                  "themis-calibration 2\n", "themis-calibration 1\n", ""},
+                 {"themis-calibration 2\n", "themis-calibration 1\n", " ", "\n", "2x2",
+                  ":bw=", ":fill=", "/", "Gbps", "2024-05-01T", "12:34:56Z", "99:99:99Z", "-", "x",
+                  std::string("\0", 1)}),
          budget_from_env(2000), [&](const std::string &input) { file.check(input); });
 }

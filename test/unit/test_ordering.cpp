@@ -181,6 +181,96 @@ TEST(OrderingConcurrency, StageInLatencyDoesNotTakeBandwidth) {
     EXPECT_NEAR(o.makespan, 210, 1e-9);
 }
 
+// ---------------------------------------------------------------------------------------
+// Fill curves: m stages moving at once deliver bandwidth x fill(m) together
+
+// One dimension of 2 peers at 1 B/s whose stages reach 50 % of it alone, 80 % two at once
+// (an RS of input x sends x/2 bytes).
+Topology filled_dim(double latency = 0) {
+    Dimension d = dim(2, 1.0, latency, Algorithm::Ring);
+    d.fill = {0.5, 0.8};
+    return Topology({d});
+}
+
+TEST(OrderingFill, OneStageRunsAtTheFirstPointTwoShareTheSecond) {
+    // Times computed by hand; tolerance 1e-9 s on times of hundreds of seconds.
+    // One RS of 200 (100 B sent) alone: 100 B at 0.5 B/s = 200 s (full link: 100 s).
+    std::vector<ChunkSchedule> one = {chunk({rs(0, 200)})};
+    EXPECT_NEAR(simulate_schedule(filled_dim(), one, op(IntraPolicy::Fifo, 1)).makespan, 200, 1e-9);
+    EXPECT_NEAR(simulate_schedule(one_dim(), one, op(IntraPolicy::Fifo, 1)).makespan, 100, 1e-9);
+    // Two: K = 1, one after the other at 0.5 B/s: 200 + 200. K = 2, both at once, 0.8 B/s
+    // shared, 0.4 B/s each: both end at 100 / 0.4 = 250 s.
+    std::vector<ChunkSchedule> two = {chunk({rs(0, 200)}), chunk({rs(0, 200)})};
+    Ordering k1 = simulate_schedule(filled_dim(), two, op(IntraPolicy::Fifo, 1));
+    Ordering k2 = simulate_schedule(filled_dim(), two, op(IntraPolicy::Fifo, 2));
+    EXPECT_NEAR(run_of(k1, 0, 0).end, 200, 1e-9);
+    EXPECT_NEAR(k1.makespan, 400, 1e-9);
+    EXPECT_NEAR(run_of(k2, 0, 0).end, 250, 1e-9);
+    EXPECT_NEAR(run_of(k2, 1, 0).end, 250, 1e-9);
+    EXPECT_NEAR(k2.makespan, 250, 1e-9);
+    // Three with K = 2: the first two at 0.4 B/s each until 250 s, the third alone at
+    // 0.5 B/s for 200 s: 450 s.
+    std::vector<ChunkSchedule> three = {chunk({rs(0, 200)}), chunk({rs(0, 200)}),
+                                        chunk({rs(0, 200)})};
+    Ordering k2_three = simulate_schedule(filled_dim(), three, op(IntraPolicy::Fifo, 2));
+    EXPECT_NEAR(run_of(k2_three, 2, 0).start, 250, 1e-9);
+    EXPECT_NEAR(k2_three.makespan, 450, 1e-9);
+    // Past the curve's last point, the last holds: K = 3 moves all three at 0.8 B/s
+    // together: 300 B / 0.8 = 375 s.
+    EXPECT_NEAR(simulate_schedule(filled_dim(), three, op(IntraPolicy::Fifo, 3)).makespan, 375,
+                1e-9);
+}
+
+TEST(OrderingFill, TheRateChangesWhenAStageFinishes) {
+    // K = 2: 100 B and 50 B at 0.4 B/s each; the 50 B stage ends at 125 s, with 50 B of
+    // the other left, alone now at 0.5 B/s: 100 s more, 225 s.
+    std::vector<ChunkSchedule> s = {chunk({rs(0, 200)}), chunk({rs(0, 100)})};
+    Ordering o = simulate_schedule(filled_dim(), s, op(IntraPolicy::Fifo, 2));
+    EXPECT_NEAR(run_of(o, 1, 0).end, 125, 1e-9);
+    EXPECT_NEAR(run_of(o, 0, 0).end, 225, 1e-9);
+    EXPECT_NEAR(o.makespan, 225, 1e-9);
+}
+
+TEST(OrderingFill, AStageInItsFixedDelayIsNotInFlightForTheCurve) {
+    // As StageInLatencyDoesNotTakeBandwidth, dimension 0 filling 50 % with one stage
+    // moving, all of it with two. K = 2.
+    //   t=0..10 chunk 0 in its delay; chunk 1's RS on dim 1 ends at 1, its dim-0 stage is in
+    //   its delay until 11.
+    //   t=10..11 chunk 0 the only one moving: 0.5 B/s, 0.5 B sent, 99.5 left.
+    //   t=11.. both moving, 1 B/s shared: chunk 0 ends at 11 + 99.5 / 0.5 = 210; chunk 1
+    //   has 0.5 B left, alone at 0.5 B/s: ends at 211.
+    Dimension zero = dim(2, 1.0, 10.0);
+    zero.fill = {0.5, 1};
+    Topology t({zero, dim(2, 1.0, 0.0)});
+    std::vector<ChunkSchedule> s = {chunk({rs(0, 200)}), chunk({rs(1, 2), rs(0, 200)})};
+    Ordering o = simulate_schedule(t, s, op(IntraPolicy::Fifo, 2));
+    EXPECT_NEAR(run_of(o, 1, 1).start, 1, 1e-12);
+    EXPECT_NEAR(run_of(o, 0, 0).end, 210, 1e-9);
+    EXPECT_NEAR(run_of(o, 1, 1).end, 211, 1e-9);
+    EXPECT_NEAR(o.makespan, 211, 1e-9);
+    // The busy time counts the delay too: dimension 0 ran stages from 0 to 211.
+    EXPECT_NEAR(o.busy[0], 211, 1e-9);
+}
+
+TEST(OrderingFill, AFullCurveSimulatesBitForBitAsNone) {
+    // A curve of ones is no curve (canonical): the same numbers, not just close ones.
+    std::mt19937_64 rng(5);
+    for (int i = 0; i < 30; ++i) {
+        const Topology t = themis_test::random_topology(rng);
+        std::vector<Dimension> dims = t.dims();
+        for (Dimension &d : dims) d.fill = {1, 1, 1};
+        const Topology full(dims);
+        const std::vector<double> bytes = split_bytes(1 << 22, 16);
+        const auto s = schedule_chunks(t, Collective::AllReduce, bytes, SchedulerParams());
+        const auto s_full = schedule_chunks(full, Collective::AllReduce, bytes, SchedulerParams());
+        const Ordering a = simulate_schedule(t, s, op(IntraPolicy::Scf, 4));
+        const Ordering b = simulate_schedule(full, s_full, op(IntraPolicy::Scf, 4));
+        EXPECT_EQ(a.makespan, b.makespan) << t.to_spec();
+        ASSERT_EQ(a.runs.size(), b.runs.size());
+        for (size_t k = 0; k < a.runs.size(); ++k) EXPECT_EQ(a.runs[k].end, b.runs[k].end);
+    }
+}
+
 OrderingParams bounded(int k, double max_active_bytes) {
     OrderingParams o = op(IntraPolicy::Scf, k);
     o.max_active_bytes = max_active_bytes;

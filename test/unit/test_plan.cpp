@@ -723,6 +723,9 @@ TEST(PlanCacheTest, EveryKeyFieldMakesADifferentPlan) {
     vary([](PlanRequest &r) { r.carried_load = {0, 1e-3}; });
     keys.push_back({parse_topology("2x4:lat=2us"), base});
     keys.push_back({parse_topology("4x2"), base});
+    // The fill curve: a measured one, and another of it.
+    keys.push_back({parse_topology("2x4:fill=1,0.56/0.78/0.94"), base});
+    keys.push_back({parse_topology("2x4:fill=1,0.56/0.78/0.95"), base});
     std::set<const Plan *> distinct;
     for (const auto &k : keys) distinct.insert(cache.get(k.first, k.second).get());
     EXPECT_EQ(distinct.size(), keys.size());

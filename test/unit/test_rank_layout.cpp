@@ -90,6 +90,18 @@ TEST(RankLayoutAuto, UserListsOverrideTheDefaults) {
     EXPECT_DOUBLE_EQ(l.topology.dim(1).latency, 9e-6);
 }
 
+TEST(RankLayoutAuto, FillCurvesInsideAndBetweenNodes) {
+    // Default: full everywhere; one curve for the network side, as bw= and lat= take them.
+    const RankLayout plain = make_rank_layout("auto", blocks(2, 4));
+    EXPECT_TRUE(plain.topology.dim(0).fill.empty());
+    EXPECT_TRUE(plain.topology.dim(1).fill.empty());
+    const RankLayout l = make_rank_layout("auto:fill=1,0.56/0.78/0.94", blocks(2, 4));
+    EXPECT_TRUE(l.topology.dim(0).fill.empty());
+    EXPECT_EQ(l.topology.dim(1).fill, (std::vector<double>{0.56, 0.78, 0.94}));
+    EXPECT_THROW(make_rank_layout("auto:fill=1,2", blocks(2, 4)), SpecError);
+    EXPECT_THROW(make_rank_layout("auto:fill=1,1,1", blocks(2, 4)), SpecError);
+}
+
 TEST(RankLayoutAuto, RefusesUnevenNodesAndBadLists) {
     EXPECT_THROW(make_rank_layout("auto", RankPlacement{{0, 0, 0, 1}, {}, {}}), LayoutError);
     EXPECT_THROW(make_rank_layout("auto:bw=1,2,3", blocks(2, 2)), SpecError);

@@ -317,6 +317,28 @@ TEST(SchedulerLoadModel, LatencyModelChargesFixedDelayReferenceDoesNot) {
     EXPECT_EQ(rs_orders(lat), (std::vector<Order>{{0, 1}, {1, 0}, {0, 1}}));
 }
 
+// The tracker charges a stage's bytes at the rate its dimension sustains: its fill curve's
+// best point. Two dimensions of 2 peers at 1 B/s, no latency, All-Reduce of 2 x 400 B,
+// reference model (RS charged):
+//   chunk 0: baseline [0,1]: RS0(400) sends 200 B, RS1(200) 100 B.
+//   full links: loads (200, 100): gap 100 s = 100 B/s x 2/1 = 200 B >= 400/16 -> [1,0].
+//   dimension 1 sustaining half its bandwidth: loads (200, 200): no gap -> baseline [0,1].
+TEST(SchedulerLoadModel, TheTrackerChargesAtTheBestPointOfTheFillCurve) {
+    const SchedulerParams p = params(Policy::Themis, LoadModel::Reference);
+    Topology full({dim(2, 1.0), dim(2, 1.0)});
+    EXPECT_EQ(rs_orders(schedule_chunks(full, Collective::AllReduce, split_bytes(800, 2), p)),
+              (std::vector<Order>{{0, 1}, {1, 0}}));
+    Dimension half = dim(2, 1.0);
+    half.fill = {0.25, 0.5};
+    Topology filled({dim(2, 1.0), half});
+    EXPECT_EQ(rs_orders(schedule_chunks(filled, Collective::AllReduce, split_bytes(800, 2), p)),
+              (std::vector<Order>{{0, 1}, {0, 1}}));
+    // The same curve on both dimensions: orders as with full links.
+    Topology both({half, half});
+    EXPECT_EQ(rs_orders(schedule_chunks(both, Collective::AllReduce, split_bytes(800, 2), p)),
+              (std::vector<Order>{{0, 1}, {1, 0}}));
+}
+
 TEST(SchedulerNames, NamesOfEnums) {
     EXPECT_STREQ(collective_name(Collective::AllReduce), "allreduce");
     EXPECT_STREQ(collective_name(Collective::ReduceScatter), "reduce_scatter");

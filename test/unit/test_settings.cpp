@@ -79,6 +79,37 @@ TEST(Settings, ChoiceNamesMeanTheSameValueEverywhere) {
     EXPECT_STREQ(load_model_name(LoadModel::Reference), "reference");
 }
 
+TEST(Settings, ThemisSimTakesFillCurvesAsTheSpecWritesThem) {
+    // No curve by default: a full link, as the component without a measured one.
+    for (const Dimension &d : sim_options().run.topology.dims()) EXPECT_TRUE(d.fill.empty());
+    const Options all = sim_options({"--fill", "0.56/0.78/0.94"});
+    for (const Dimension &d : all.run.topology.dims())
+        EXPECT_EQ(d.fill, (std::vector<double>{0.56, 0.78, 0.94}));
+    const Options each = sim_options({"--fill=1,0.5/0.9"});
+    EXPECT_TRUE(each.run.topology.dim(0).fill.empty());
+    EXPECT_EQ(each.run.topology.dim(1).fill, (std::vector<double>{0.5, 0.9}));
+    // Over a paper topology too; in the spec as fill=.
+    const char *paper[] = {"themis-sim", "--topology", "2D-SW_SW", "--size", "1M", "--fill", "0.5"};
+    const Options p = parse_args(7, const_cast<char **>(paper));
+    EXPECT_EQ(p.run.topology.dim(1).fill, std::vector<double>{0.5});
+    const char *spec[] = {"themis-sim", "--topology", "2x4:fill=0.5", "--size", "1M"};
+    EXPECT_EQ(parse_args(5, const_cast<char **>(spec)).run.topology.dim(0).fill,
+              std::vector<double>{0.5});
+    // Refused with the spec's message, or when both give a curve.
+    try {
+        sim_options({"--fill", "1.5"});
+        ADD_FAILURE() << "accepted";
+    } catch (const UsageError &e) {
+        EXPECT_NE(std::string(e.what()).find("--fill \"1.5\": dimension 0 fill"), std::string::npos)
+            << e.what();
+    }
+    EXPECT_THROW(sim_options({"--fill", "1,1,1"}), UsageError);
+    const char *both[] = {"themis-sim", "--topology", "2x4:FILL=0.5", "--size", "1M",
+                          "--fill",     "1"};
+    EXPECT_THROW(parse_args(7, const_cast<char **>(both)), UsageError);
+    EXPECT_NE(help_text().find("--fill LIST"), std::string::npos);
+}
+
 TEST(Settings, ThemisSimRefusesWhatTheComponentRefuses) {
     for (const char *k : {"0", "65"})
         EXPECT_THROW(sim_options({"--max-active", k}), UsageError) << k;

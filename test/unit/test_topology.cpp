@@ -256,6 +256,84 @@ TEST(TopologySpec, EqualityAndFingerprintSeeEveryField) {
 }
 
 // ---------------------------------------------------------------------------------------
+// Fill curves: fill=, canonical, printed back, in the fingerprint
+
+TEST(TopologyFill, OneCurveForAllOrOnePerDimension) {
+    const Topology all = parse_topology("2x4:fill=0.56/0.78/0.94");
+    for (int d = 0; d < 2; ++d)
+        EXPECT_EQ(all.dim(d).fill, (std::vector<double>{0.56, 0.78, 0.94})) << d;
+    const Topology each = parse_topology("2x4x2:FILL = 1, 0.5/0.8 ,0.25");
+    EXPECT_TRUE(each.dim(0).fill.empty()); // "1": a full link, as without a curve
+    EXPECT_EQ(each.dim(1).fill, (std::vector<double>{0.5, 0.8}));
+    EXPECT_EQ(each.dim(2).fill, (std::vector<double>{0.25}));
+    // Without fill= every dimension is full.
+    const Topology plain = parse_topology("2x4:bw=1");
+    for (const Dimension &d : plain.dims()) EXPECT_TRUE(d.fill.empty());
+}
+
+TEST(TopologyFill, CurvesAreCanonical) {
+    // Past its last point a curve holds that point: trailing repeats say nothing, and a
+    // curve of ones is a full link. So equal curves compare (and hash) equal.
+    EXPECT_EQ(parse_fill("0.5/1/1/1"), (std::vector<double>{0.5, 1}));
+    EXPECT_EQ(parse_fill("0.5/0.5"), (std::vector<double>{0.5}));
+    EXPECT_TRUE(parse_fill("1/1/1").empty());
+    EXPECT_TRUE(parse_fill("1").empty());
+    // Not monotone: kept as given (more stages may congest a link).
+    EXPECT_EQ(parse_fill("0.9/0.7"), (std::vector<double>{0.9, 0.7}));
+    // A Topology built from dimensions keeps them canonical too.
+    Dimension d = themis_test::dim(2, 1e9);
+    d.fill = {0.6, 0.9, 0.9};
+    Dimension full = d;
+    full.fill = {1, 1};
+    const Topology t({d, full});
+    EXPECT_EQ(t.dim(0).fill, (std::vector<double>{0.6, 0.9}));
+    EXPECT_TRUE(t.dim(1).fill.empty());
+    EXPECT_EQ(t, parse_topology("2x2:bw=8Gbps:lat=0:fill=0.6/0.9,1"));
+}
+
+TEST(TopologyFill, ToSpecPrintsCurvesOnlyWhereOneIsKnown) {
+    // Without a curve the spec reads as before fill curves existed.
+    EXPECT_EQ(parse_topology("2x4").to_spec(), "2x4:bw=100Gbps,100Gbps:lat=1us,1us:alg=ring,ring");
+    const Topology t = parse_topology("2x4:fill=1,0.56/0.78/0.86/0.94");
+    EXPECT_EQ(t.to_spec(),
+              "2x4:bw=100Gbps,100Gbps:lat=1us,1us:alg=ring,ring:fill=1,0.56/0.78/0.86/0.94");
+    EXPECT_EQ(fill_text(t.dim(1).fill), "0.56/0.78/0.86/0.94");
+    EXPECT_EQ(fill_text({}), "1");
+    // Round trip, also of arbitrary bit patterns.
+    std::mt19937_64 rng(11);
+    std::uniform_real_distribution<double> fraction(1e-6, 1.0);
+    for (int i = 0; i < 100; ++i) {
+        Topology r = themis_test::random_topology(rng);
+        std::vector<Dimension> dims = r.dims();
+        for (Dimension &d : dims) {
+            d.fill.clear();
+            for (int k = int(rng() % 5); k > 0; --k) d.fill.push_back(fraction(rng));
+        }
+        const Topology with(dims);
+        const Topology back = parse_topology(with.to_spec());
+        ASSERT_EQ(back, with) << with.to_spec();
+        for (int d = 0; d < with.num_dims(); ++d) ASSERT_EQ(back.dim(d).fill, with.dim(d).fill);
+    }
+}
+
+TEST(TopologyFill, EqualityAndFingerprintSeeTheCurve) {
+    const Topology none = parse_topology("2x4:bw=10Gbps:lat=1us");
+    const Topology full = parse_topology("2x4:bw=10Gbps:lat=1us:fill=1/1");
+    const Topology curve = parse_topology("2x4:bw=10Gbps:lat=1us:fill=1,0.5/0.8");
+    const Topology other = parse_topology("2x4:bw=10Gbps:lat=1us:fill=1,0.5/0.81");
+    const Topology longer = parse_topology("2x4:bw=10Gbps:lat=1us:fill=1,0.5/0.8/0.9");
+    const Topology swapped = parse_topology("2x4:bw=10Gbps:lat=1us:fill=0.5/0.8,1");
+    EXPECT_EQ(none, full);
+    EXPECT_EQ(none.fingerprint(), full.fingerprint());
+    const std::vector<Topology> differ = {none, curve, other, longer, swapped};
+    for (size_t i = 0; i < differ.size(); ++i)
+        for (size_t j = i + 1; j < differ.size(); ++j) {
+            EXPECT_FALSE(differ[i] == differ[j]) << i << " " << j;
+            EXPECT_NE(differ[i].fingerprint(), differ[j].fingerprint()) << i << " " << j;
+        }
+}
+
+// ---------------------------------------------------------------------------------------
 // The paper's Table 2
 
 TEST(TopologyPaper, SixTopologiesMatchTable2) {
@@ -397,6 +475,25 @@ TEST(TopologySpecErrors, ControlBytesNamedByColumn) {
                       {"spec: unexpected control byte 0x00 at column 6"});
     expect_spec_error("2x4:alg=\x1b[2Jring", {"0x1b at column 9"});
     EXPECT_NO_THROW(parse_topology("2x4 :\tbw=1"));
+}
+TEST(TopologySpecErrors, FillOutsideZeroToOneNamesFillAndTheDimension) {
+    for (const char *bad : {"0", "1.2", "-0.5", "nan", "inf", "1e400"})
+        expect_spec_error(std::string("2x4:fill=1,") + bad, {"dimension 1 fill", "at most 1", bad});
+    expect_spec_error("2x4:fill=0.5/0/1", {"dimension 0 fill", "above 0"});
+}
+TEST(TopologySpecErrors, MalformedFillCurveNamesFill) {
+    for (const char *bad : {"", "0.5//0.8", "0.5/", "half", "0.5/0.8x", "50%", "0.5,0.8/"})
+        expect_spec_error(std::string("2x4:fill=") + bad, {"fill", "separated by '/'"});
+    expect_spec_error("2x4:fill=1,1,1", {"'fill'", "3"});
+    expect_spec_error("2x4:fill=1:fill=1", {"fill", "twice"});
+    std::string many = "1";
+    for (int i = 0; i < 64; ++i) many += "/1";
+    expect_spec_error("2x4:fill=" + many, {"fill", "at most 64 points", "65"});
+    EXPECT_NO_THROW(parse_topology("2x4:fill=" + many.substr(2))); // 64 points
+}
+TEST(TopologySpecErrors, UnknownKeyListsFill) {
+    expect_spec_error("2x4:fil=1", {"fil", "valid: bw, lat, alg, fill"});
+    expect_spec_error("2x4:fill", {"fill="});
 }
 TEST(TopologySpecErrors, TooManyRanksRejected) {
     // 2^24 ranks is the documented maximum.

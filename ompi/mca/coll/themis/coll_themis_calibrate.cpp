@@ -46,6 +46,7 @@ std::vector<DimensionRates> rates_of(const Topology &topo) {
     for (int d = 0; d < topo.num_dims(); ++d) {
         rates[d].bandwidth = rates[d].bandwidth_alone = topo.dim(d).bandwidth;
         rates[d].latency = topo.dim(d).latency;
+        rates[d].fill = topo.dim(d).fill;
     }
     return rates;
 }
@@ -55,6 +56,9 @@ bool plausible(const std::vector<DimensionRates> &rates, const std::vector<int> 
         if (!(std::isfinite(rates[d].bandwidth) && rates[d].bandwidth > 0 &&
               std::isfinite(rates[d].latency) && rates[d].latency >= 0))
             return false;
+    for (int d : measured)
+        for (double f : rates[d].fill)
+            if (!(f > 0 && f <= 1)) return false;
     return true;
 }
 
@@ -126,13 +130,15 @@ CalibratedTopology calibrated_topology(mca_coll_themis_module_t *m, ompi_communi
                                        const std::vector<std::string> &host_at_position) {
     const Topology &given = layout.topology;
     const bool bw_given = spec_gives(params().dims, "bw"),
-               lat_given = spec_gives(params().dims, "lat");
+               lat_given = spec_gives(params().dims, "lat"),
+               fill_given = spec_gives(params().dims, "fill");
     CalibratedTopology out;
     out.topology = given;
     out.bandwidth_source.assign(given.num_dims(),
                                 bw_given ? RateSource::Given : RateSource::Default);
     out.latency_source.assign(given.num_dims(),
                               lat_given ? RateSource::Given : RateSource::Default);
+    out.fill_source.assign(given.num_dims(), fill_given ? RateSource::Given : RateSource::Default);
     const std::vector<int> measured = dimensions_to_measure(given, bw_given, lat_given);
     if (measured.empty() || params().calibration_seconds <= 0) return out;
 
@@ -152,6 +158,10 @@ CalibratedTopology calibrated_topology(mca_coll_themis_module_t *m, ompi_communi
         source = RateSource::Measured;
         CalibrationSettings settings;
         settings.budget_seconds = params().calibration_seconds;
+        // The fill curve, unless the spec gives it: up to the engine's K stages in flight,
+        // each about the smallest chunk (a stage's size).
+        settings.fill_in_flight = fill_given ? 0 : params().max_active;
+        if (params().min_chunk_bytes > 0) settings.fill_bytes = params().min_chunk_bytes;
         const CalibrationResult result = calibrate(
             given, position, transport, measured,
             [&](std::vector<double> &v) { agree_max(m, comm, v); }, settings, buffers);
@@ -174,10 +184,11 @@ CalibratedTopology calibrated_topology(mca_coll_themis_module_t *m, ompi_communi
         rates = result.dims;
     }
     calibrated_layouts.store(key, rates);
-    out.topology = with_measured_rates(given, rates, bw_given, lat_given);
+    out.topology = with_measured_rates(given, rates, bw_given, lat_given, fill_given);
     for (int d : measured) {
         if (!bw_given) out.bandwidth_source[d] = source;
         if (!lat_given) out.latency_source[d] = source;
+        if (!fill_given) out.fill_source[d] = source;
     }
     if (use_file && source == RateSource::Measured)
         store_in_file(comm, out.topology, file_key, out.note);
@@ -185,12 +196,16 @@ CalibratedTopology calibrated_topology(mca_coll_themis_module_t *m, ompi_communi
 }
 
 void describe_rates(const CalibratedTopology &t, LogEvent &event) {
-    std::string bw, lat;
+    std::string bw, lat, fill;
     for (int d = 0; d < t.topology.num_dims(); ++d) {
         bw += std::string(d ? "," : "") + rate_source_name(t.bandwidth_source[d]);
         lat += std::string(d ? "," : "") + rate_source_name(t.latency_source[d]);
+        fill += std::string(d ? "," : "") + rate_source_name(t.fill_source[d]);
     }
-    event.add("dims", t.topology.to_spec()).add("bw_source", bw).add("lat_source", lat);
+    event.add("dims", t.topology.to_spec())
+        .add("bw_source", bw)
+        .add("lat_source", lat)
+        .add("fill_source", fill);
 }
 
 } // namespace themis

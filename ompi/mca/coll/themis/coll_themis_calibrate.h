@@ -1,6 +1,6 @@
 // coll_themis_calibrate.h: the rates a communicator's plans use, agreed by every rank.
 //
-// Whatever the dims spec does not give (bw=, lat=) comes, first found first:
+// Whatever the dims spec does not give (bw=, lat=, fill=) comes, first found first:
 //   this process's memory  a layout already calibrated in this job (the same processes at
 //                          the same positions, the same transport): dups and re-creations
 //                          of a communicator cost nothing;
@@ -29,7 +29,7 @@ namespace themis {
 
 struct CalibratedTopology {
     Topology topology;
-    std::vector<RateSource> bandwidth_source, latency_source; // per dimension
+    std::vector<RateSource> bandwidth_source, latency_source, fill_source; // per dimension
     double seconds = 0;         // this rank's time measuring (0 when nothing was measured)
     double connect_seconds = 0; // of which connecting to the peers (first exchange)
     uint64_t bytes_sent = 0;    // this rank's bytes sent measuring
@@ -73,7 +73,8 @@ template <typename T> class ProcessMemo {
 void agree_max(mca_coll_themis_module_t *m, ompi_communicator_t *comm, std::vector<double> &values);
 
 // The dimensions with every number and where it came from, as the keys of the verbose
-// log's event "selected": dims (the spec), bw_source and lat_source (one per dimension).
+// log's event "selected": dims (the spec), bw_source, lat_source and fill_source (one per
+// dimension).
 void describe_rates(const CalibratedTopology &t, LogEvent &event);
 
 } // namespace themis

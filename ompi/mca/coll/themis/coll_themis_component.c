@@ -133,7 +133,8 @@ static const themis_param_t themis_params[] = {
     {.name = "dims", FIELD(dims), .level = OPAL_INFO_LVL_4,
      .default_string = "auto",
      .help = "Network dimensions (valid: auto | SPEC; SPEC = PEERSxPEERS...[:bw=LIST][:lat=LIST]"
-             "[:alg=LIST], e.g. 2x4:bw=200Gbps,100Gbps:lat=1us,5us:alg=ring,hd; "
+             "[:alg=LIST][:fill=LIST], e.g. 2x4:bw=200Gbps,100Gbps:lat=1us,5us:alg=ring,hd; "
+             "fill = per dimension the fraction of bw 1/2/... stages in flight reach; "
              "auto[:bw=...] = ranks of a node form dimension 0 (split by package where "
              "they span several), nodes the next ones (coll_themis_topo_file's "
              "dimensions, else one); rates not given are measured)"},
