@@ -65,8 +65,9 @@ for p in "${listed[@]}"; do
           on && /parameter "coll_themis_/ { exit } on { print }' <<<"$human")
   grep -q 'Valid values:' <<<"$block" || problems+=("coll_themis_$p: no 'Valid values' line")
   for v in "${values[@]}"; do
-    # enums print 0:"name", booleans 0: f|false|disabled|no|n
-    grep -Eq "[0-9]:(\"$v\"| ([^ ,|]+\|)*$v(\||,|\$))" <<<"$block" ||
+    # 4.1 prints enums 0:"name" and booleans 0: f|false|disabled|no|n; 5.0 0|name and
+    # 0|f|false|disabled|no|n
+    grep -Eq "[0-9](:\"$v\"|(: |\|)([^ ,|]+\|)*$v(\||,|\$))" <<<"$block" ||
       problems+=("coll_themis_$p: $v missing from 'Valid values'")
   done
 done
