@@ -216,7 +216,7 @@ void report_grid(ompi_communicator_t *comm, const GridChoice &choice) {
     }
     event.add("dims", dims).add("seconds", choice.seconds, "%.3f");
     if (choice.grid) event.add("coords", coords);
-    if (!choice.why.empty()) event.add("why", choice.why);
+    if (!choice.grid && !choice.why.empty()) event.add("why", choice.why);
     event.emit(1, comm);
     if (choice.source == "given") return;
     static const std::map<std::string, std::string> from = {{"topo_file", "coll_themis_topo_file"},
