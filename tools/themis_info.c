@@ -4,7 +4,8 @@
  *
  * Runs one collective of BYTES (default 16M; k, M, G suffixes) on a duplicate of
  * MPI_COMM_WORLD with the component's verbose output on in rank 0, so the component
- * itself says, on stderr: its layout (levels), the dimensions with every bandwidth and
+ * itself says, on stderr: the hosts' grid and where it came from (the event grid: source,
+ * dims, every host's coordinates, or why there is none), its layout (levels), the dimensions with every bandwidth and
  * latency and where each came from (given, measured, cached, default), the calibration's
  * cost, and for the call the plan (chunks, predicted time and share of the ideal bound,
  * and at the default -v 10 every chunk's order of dimensions). Then rank 0 prints the

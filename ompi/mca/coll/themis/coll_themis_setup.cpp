@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <optional>
 
 #include "ompi/mca/coll/base/base.h"
@@ -24,6 +26,7 @@
 #include "coll_themis_cuda_ipc.h"
 #include "node_packages.h"
 #include "ordering.h"
+#include "slurm_topology.h"
 #include "topo_file.h"
 #include "trace.h"
 
@@ -76,19 +79,151 @@ std::optional<HostGrid> host_grid() {
     }
 }
 
-// The communicator's layout: from the topology file's grid where it fits the nodes, else
-// node level x nodes.
-RankLayout layout_of(const RankPlacement &placement, std::string &note) {
-    const std::optional<HostGrid> grid = host_grid();
-    if (grid && is_auto(params().dims)) {
+// Where dims=auto's grid of hosts comes from, first that applies (README, "Where the grid
+// comes from"): coll_themis_dims given (no grid needed), coll_themis_topo_file, Slurm's
+// switch tree; else none (node level x nodes). The same on every rank: the parameters are
+// the same everywhere, and Slurm's variables are gathered and judged alike by all.
+struct GridChoice {
+    std::string source = "none"; // given | topo_file | slurm | none
+    std::optional<HostGrid> grid;
+    std::string why; // none: why there is no grid
+    double seconds = 0;
+};
+
+// Node x nodes, with the reason, said once per process to the user where it is a problem
+// of the input (a malformed variable), and always in the grid event.
+void slurm_problem(GridChoice &choice, const std::string &why) {
+    choice.why = why;
+    static bool shown = false;
+    if (!shown && mca_coll_themis_first_process())
+        mca_coll_themis_show_help("slurm-topology", why.c_str());
+    shown = true;
+}
+
+// The hosts' grid from every rank's SLURM_TOPOLOGY_ADDR(_PATTERN): nodes are hosts (every
+// rank of a host must name the same place); any rank's bad value gives no grid on every
+// rank. Collective: two exchanges when any rank has the variables, one otherwise.
+void grid_from_slurm_env(mca_coll_themis_module_t *m, const RankPlacement &placement,
+                         GridChoice &choice) {
+    const SlurmEnv &env = slurm_env();
+    const std::string mine = env.set ? env.addr + '\n' + env.pattern : std::string();
+    int in[2] = {env.set ? 1 : 0, int(mine.size()) + 1}, most[2] = {0, 0};
+    setup_allreduce(m, in, most, 2, &ompi_mpi_int.dt, &ompi_mpi_op_max.op);
+    if (most[0] == 0) return; // no rank runs under Slurm's topology plugin
+    const int size = int(placement.host_of.size()), width = most[1] + 1; // set flag, text
+    std::vector<char> block(width, '\0'), all(size_t(width) * size);
+    block[0] = env.set ? 1 : 0;
+    std::copy(mine.begin(), mine.end(), block.begin() + 1);
+    setup_allgather(m, block.data(), all.data(), width);
+    choice.source = "none";
+    std::map<std::string, std::pair<int, SlurmAddress>> by_host; // host -> first rank, place
+    for (int r = 0; r < size; ++r) {
+        const char *b = &all[size_t(r) * width];
+        if (b[0] == 0) {
+            slurm_problem(choice, "SLURM_TOPOLOGY_ADDR is set on some ranks only (not on rank " +
+                                      std::to_string(r) + ")");
+            return;
+        }
+        const std::string text(b + 1, strnlen(b + 1, width - 1));
+        const size_t cut = text.find('\n');
+        SlurmAddress address;
         try {
-            return make_rank_layout(params().dims, placement, &*grid, params().split_packages);
+            address = parse_slurm_topology(text.substr(0, cut), text.substr(cut + 1));
+        } catch (const SpecError &e) {
+            slurm_problem(choice, "rank " + std::to_string(r) + ": " + e.what());
+            return;
+        }
+        const std::string &host = placement.host_of[r];
+        const auto known = by_host.emplace(host, std::make_pair(r, address));
+        if (!known.second && (known.first->second.second.switches != address.switches ||
+                              known.first->second.second.node != address.node)) {
+            slurm_problem(choice, "ranks " + std::to_string(known.first->second.first) + " and " +
+                                      std::to_string(r) + " on host " + host +
+                                      " give different SLURM_TOPOLOGY_ADDR");
+            return;
+        }
+    }
+    if (by_host.size() < 2) {
+        choice.why = "Slurm's switch tree places hosts, and this communicator has one host";
+        return;
+    }
+    std::vector<std::string> hosts;
+    std::vector<SlurmAddress> addresses;
+    for (const auto &[host, place] : by_host) {
+        hosts.push_back(host);
+        addresses.push_back(place.second);
+    }
+    const GridResult found = grid_from_slurm(addresses);
+    if (!found.found) {
+        choice.why = "Slurm's switch tree: " + found.reason;
+        return;
+    }
+    choice.source = "slurm";
+    choice.grid = host_grid_of(found, hosts);
+}
+
+GridChoice grid_choice(mca_coll_themis_module_t *m, const RankPlacement &placement) {
+    const auto start = std::chrono::steady_clock::now();
+    GridChoice choice;
+    if (!is_auto(params().dims)) {
+        choice.source = "given";
+    } else if (params().topo_file != nullptr && params().topo_file[0] != '\0') {
+        choice.grid = host_grid();
+        if (choice.grid)
+            choice.source = "topo_file";
+        else
+            choice.why = "the topology file cannot be used";
+    } else {
+        choice.why = "no topology file, no Slurm topology";
+        grid_from_slurm_env(m, placement, choice);
+    }
+    choice.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return choice;
+}
+
+// The communicator's layout: from the grid's hosts where it fits the nodes, else node
+// level x nodes (then `choice` says none, and why).
+RankLayout layout_of(const RankPlacement &placement, GridChoice &choice, std::string &note) {
+    if (choice.grid) {
+        try {
+            return make_rank_layout(params().dims, placement, &*choice.grid,
+                                    params().split_packages);
         } catch (const LayoutError &e) {
-            note = std::string("the topology file does not fit this communicator (") + e.what() +
-                   "): node level x nodes";
+            const std::string what =
+                choice.source == "topo_file" ? "the topology file" : "Slurm's switch tree";
+            note = what + " does not fit this communicator (" + e.what() + "): node level x nodes";
+            choice.why = what + " does not fit this communicator: " + e.what();
+            choice.source = "none";
+            choice.grid.reset();
         }
     }
     return make_rank_layout(params().dims, placement, nullptr, params().split_packages);
+}
+
+// The grid event (coll_themis_log.h) and its human line.
+void report_grid(ompi_communicator_t *comm, const GridChoice &choice) {
+    LogEvent event("grid");
+    event.add("source", choice.source);
+    std::string dims = choice.source == "given" ? std::string(params().dims) : "none", coords;
+    if (choice.grid) {
+        dims.clear();
+        for (int n : choice.grid->sizes) dims += (dims.empty() ? "" : "x") + std::to_string(n);
+        for (const auto &[host, c] : choice.grid->coords) {
+            coords += (coords.empty() ? "" : ",") + host + ":";
+            for (size_t d = 0; d < c.size(); ++d) coords += (d ? "." : "") + std::to_string(c[d]);
+        }
+    }
+    event.add("dims", dims).add("seconds", choice.seconds, "%.3f");
+    if (choice.grid) event.add("coords", coords);
+    if (!choice.grid && !choice.why.empty()) event.add("why", choice.why);
+    event.emit(1, comm);
+    if (choice.source == "given") return;
+    static const std::map<std::string, std::string> from = {{"topo_file", "coll_themis_topo_file"},
+                                                            {"slurm", "Slurm's switch tree"}};
+    say(1, comm,
+        choice.grid ? "grid from " + from.at(choice.source) + ": " + dims + " hosts"
+                    : "grid from nothing (" + choice.why + "): node level x nodes");
 }
 
 int active_dimensions(const Topology &topo) {
@@ -186,9 +321,11 @@ std::unique_ptr<Context> Context::create(mca_coll_themis_module_t *m, ompi_commu
     std::string why, note;
     std::string reason = "other_rank"; // why the communicator is declined, if it is
     bool ok = true;
+    std::optional<GridChoice> grid;
     try {
         placement = placement_of(m, comm);
-        layout = layout_of(placement, note);
+        grid = grid_choice(m, placement);
+        layout = layout_of(placement, *grid, note);
     } catch (const SpecError &e) {
         ok = false;
         reason = "bad_dims";
@@ -214,6 +351,7 @@ std::unique_ptr<Context> Context::create(mca_coll_themis_module_t *m, ompi_commu
     int mine[2] = {ok ? 1 : 0, cuda_here ? 1 : 0}, all[2] = {0, 0};
     setup_allreduce(m, mine, all, 2, &ompi_mpi_int.dt, &ompi_mpi_op_min.op);
     const bool all_cuda = all[1] == 1;
+    if (grid && all[0] == 1) report_grid(comm, *grid);
     if (all[0] == 1 && !params().single_dim && is_auto(params().dims) &&
         active_dimensions(layout.topology) < 2 && !all_cuda) {
         // Every rank holds the same layout: all decline together. With device buffers

@@ -1,4 +1,5 @@
-// coll_themis_test_hooks.cpp: the test hooks' environment, read once (see the header).
+// coll_themis_test_hooks.cpp: the test hooks' environment and the batch system's variables,
+// read once (see the header).
 #include "coll_themis_test_hooks.h"
 
 #include <cstdlib>
@@ -18,6 +19,19 @@ const TestHooks &test_hooks() {
         return h;
     }();
     return hooks;
+}
+
+const SlurmEnv &slurm_env() {
+    static const SlurmEnv env = [] {
+        const char *addr = std::getenv("SLURM_TOPOLOGY_ADDR");
+        const char *pattern = std::getenv("SLURM_TOPOLOGY_ADDR_PATTERN");
+        SlurmEnv e;
+        e.set = addr != nullptr || pattern != nullptr;
+        e.addr = addr ? addr : "";
+        e.pattern = pattern ? pattern : "";
+        return e;
+    }();
+    return env;
 }
 
 } // namespace themis

@@ -2,7 +2,12 @@
 // whose transport fails, a calibration that measures nothing, ...). Each is an environment
 // variable the test sets on the ranks it picks; this is the one place that reads them, once
 // per process. Never set them in production.
+//
+// It is also the one place that reads the environment at all (test_hooks_in_one_file):
+// the batch system's variables themis uses (slurm_env) are read here, once per process.
 #pragma once
+
+#include <string>
 
 namespace themis {
 
@@ -18,5 +23,14 @@ struct TestHooks {
 };
 
 const TestHooks &test_hooks();
+
+// SLURM_TOPOLOGY_ADDR and SLURM_TOPOLOGY_ADDR_PATTERN (src/slurm_topology.h), as this
+// process's environment holds them: `set` when either is there.
+struct SlurmEnv {
+    bool set = false;
+    std::string addr, pattern;
+};
+
+const SlurmEnv &slurm_env();
 
 } // namespace themis
