@@ -255,7 +255,7 @@ static void repeat_case(const char *what, size_t count, MPI_Op op, int calls)
  * new input each time, every result exact. */
 static void persistent_case(size_t count)
 {
-#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+#if HAVE_PERSISTENT_COLL
     const size_t bytes = count * sizeof(int32_t);
     int32_t *h = malloc(bytes);
     struct buf s = alloc_buf(on_dev(0), bytes), r = alloc_buf(on_dev(1), bytes);

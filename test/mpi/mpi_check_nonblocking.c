@@ -297,7 +297,7 @@ static void nb_user_objects(comm_info *c)
     check_end(&ck);
 }
 
-#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+#if HAVE_PERSISTENT_COLL
 static void persistent_rounds(comm_info *c);
 #endif
 
@@ -311,7 +311,7 @@ static void persistent_rounds(comm_info *c);
  * datatype at MPI_Start, with or without themis loaded). */
 void family_persistent(void)
 {
-#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+#if HAVE_PERSISTENT_COLL
     for (int ci = 0; ci < g_ncomms; ci++) {
         warm_up(&g_comms[ci]);
         persistent_rounds(&g_comms[ci]);
@@ -325,11 +325,11 @@ void family_persistent(void)
     persistent_rounds(&c);
     comm_info_free(&c);
 #else
-    if (g_rank == 0) printf("themis_mpi_check: no pcollreq extension: persistent family skipped\n");
+    if (g_rank == 0) printf("themis_mpi_check: no persistent collectives in this Open MPI: persistent family skipped\n");
 #endif
 }
 
-#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+#if HAVE_PERSISTENT_COLL
 /* One persistent request of each form on c, started together three times. */
 static void persistent_rounds(comm_info *c)
 {
