@@ -41,6 +41,7 @@
 #   sweep mode: SWEEP_SIZES [1M:16M], SWEEP_COLLS [allreduce allgather], SWEEP_CONFIGS
 #     (newline-separated "label|coll_themis_dims|mpirun args", default: chunks, min_chunk_bytes, max_active,
 #     per-dimension algorithm and transport variants)
+# MPIRUN [mpirun] and OMPI_DEFAULT_COMPONENT_DIR [pkg-config ompi's]: the Open MPI of BUILD.
 # Runs as root need OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 (set here).
 set -uo pipefail
 
@@ -64,8 +65,13 @@ TAG=${TAG:-}
 DIMS_OPTS=${DIMS_OPTS:-}
 WAIT_IDLE=${WAIT_IDLE:-120}
 MODE=${1:-compare}
-OMPI_DIR=$(pkg-config --variable=libdir ompi 2>/dev/null || echo /usr/lib/x86_64-linux-gnu/openmpi/lib)/openmpi3
+# The Open MPI of the build (MPIRUN and its component directory; Debian's by default), and
+# mpirun's options for its series.
+MPIRUN=${MPIRUN:-mpirun}
+OMPI_DIR=${OMPI_DEFAULT_COMPONENT_DIR:-$(pkg-config --variable=libdir ompi 2>/dev/null || echo /usr/lib/x86_64-linux-gnu/openmpi/lib)/openmpi3}
 [ -d "$OMPI_DIR" ] || OMPI_DIR=/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3
+# shellcheck source=../test/common/mpirun_flags.sh
+source "$ROOT/test/common/mpirun_flags.sh"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 BENCH=$BUILD/bench/themis-bench
@@ -116,7 +122,7 @@ wait_idle() {
 # collective, the CSVs merged into CSV.
 bench() {
   local np=$1 dims=$2 label=$3 csv=$4; shift 4
-  local oversub=() coll part rc
+  local oversub=() path coll part rc
   [ "$np" -gt "$(nproc)" ] && oversub=(--oversubscribe)
   rm -f "$csv"
   for coll in $COLL_LIST; do
@@ -125,8 +131,8 @@ bench() {
     echo
     echo "## np=$np dims=$dims $coll ($label): $([ "$WAIT_IDLE" -gt 0 ] && wait_idle), load average $(cut -d' ' -f1-3 /proc/loadavg)"
     # shellcheck disable=SC2086
-    timeout "$TIMEOUT" mpirun -np "$np" "${oversub[@]}" \
-      --mca mca_base_component_path "$SNAP:$OMPI_DIR" \
+    mapfile -t path < <(mpirun_flags component-path "$SNAP:$OMPI_DIR")
+    timeout "$TIMEOUT" "$MPIRUN" -np "$np" "${oversub[@]}" "${path[@]}" \
       --mca coll_themis_dims "$dims" $EXTRA_MCA \
       "$BENCH" --label "$label" --csv "$part" --stat "$STAT" --collective "$coll" \
       "${VFLAG[@]}" "$@" < /dev/null
