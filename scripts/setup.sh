@@ -97,9 +97,11 @@ build_against() {
   make -C "$build" --no-print-directory install >/dev/null
 }
 
-prefixes=$(series_prefixes "$@")
-while IFS= read -r prefix; do
-  build_against "$prefix"
-done <<<"$prefixes"
+# An array, not a loop reading the list: make would read the rest of it as stdin.
+mapfile -t prefixes < <(series_prefixes "$@")
+[ ${#prefixes[@]} -gt 0 ] || exit 2
+for prefix in "${prefixes[@]}"; do
+  build_against "$prefix" </dev/null
+done
 
 step "setup done"

@@ -29,12 +29,14 @@ test_against() {
   return "$rc"
 }
 
-prefixes=$(series_prefixes "$@")
+# An array, not a loop reading the list: make and CTest would read the rest of it as stdin.
+mapfile -t prefixes < <(series_prefixes "$@")
+[ ${#prefixes[@]} -gt 0 ] || exit 2
 status=0 target=check
-while IFS= read -r prefix; do
+for prefix in "${prefixes[@]}"; do
   rc=0
-  test_against "$prefix" "$target" || rc=$?
+  test_against "$prefix" "$target" </dev/null || rc=$?
   [ "$status" != 0 ] || status=$rc
   target=check-series
-done <<<"$prefixes"
+done
 exit "$status"
