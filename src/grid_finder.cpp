@@ -9,6 +9,8 @@
 #include <set>
 #include <stdexcept>
 
+#include "join_numbers.h"
+
 namespace themis {
 
 namespace {
@@ -23,16 +25,8 @@ struct NeedProbe {
     GridProbe probe;
 };
 
-std::string sizes_text(const std::vector<int> &sizes) {
-    std::string out;
-    for (int n : sizes) out += (out.empty() ? "" : "x") + std::to_string(n);
-    return out;
-}
-
 std::string coords_text(const std::vector<int> &coords) {
-    std::string out;
-    for (int c : coords) out += (out.empty() ? "(" : ",") + std::to_string(c);
-    return out + ")";
+    return "(" + join_numbers(coords, ",") + ")";
 }
 
 // A rate for messages: 3 significant digits.
@@ -392,7 +386,7 @@ class Search {
         p.node = node;
         p.peer = peer;
         p.other = ref;
-        throw NoGrid{"the network contradicts the grid " + sizes_text(sizes_) +
+        throw NoGrid{"the network contradicts the grid " + join_numbers(sizes_, "x") +
                      " found: " + describe(p) + " measured " + (got ? "shared" : "not shared")};
     }
 
@@ -459,7 +453,7 @@ GridResult check_all(const GridMeasurements &m, GridResult g, const GridLimits &
     };
     if (wrong)
         return fail(std::to_string(wrong) + " of " + std::to_string(m.shared_answers().size()) +
-                    " sharing answers contradict the grid " + sizes_text(g.sizes) +
+                    " sharing answers contradict the grid " + join_numbers(g.sizes, "x") +
                     " found (first: " + first + ")");
     for (size_t k = 0; k < g.sizes.size(); ++k) {
         std::vector<double> samples;
@@ -509,7 +503,7 @@ std::string describe(const GridProbe &p) {
 }
 
 std::string GridResult::describe() const {
-    return found ? sizes_text(sizes) : "no grid: " + reason;
+    return found ? join_numbers(sizes, "x") : "no grid: " + reason;
 }
 
 GridResult find_grid(int nodes, GridOracle &oracle, const std::vector<std::string> &keys,

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <map>
 
+#include "join_numbers.h"
+
 namespace themis {
 
 namespace {
@@ -99,12 +101,6 @@ int slot_of(const std::vector<int> &coords, const std::vector<int> &sizes) {
     int slot = 0;
     for (int d = int(sizes.size()) - 1; d >= 0; --d) slot = slot * sizes[d] + coords[d];
     return slot;
-}
-
-std::string join_numbers(const std::vector<int> &numbers, const char *sep) {
-    std::vector<std::string> items;
-    for (int n : numbers) items.push_back(std::to_string(n));
-    return join(items, sep);
 }
 
 // Why no node of the communicator sits on `slot`, for the LayoutError.

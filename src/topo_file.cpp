@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "join_numbers.h"
 #include "topology.h"
 
 namespace themis {
@@ -25,18 +26,6 @@ int parse_index(const std::string &text) {
     const bool digits = text.find_first_not_of("0123456789") == std::string::npos;
     if (text.empty() || text.size() > 9 || !digits) return -1;
     return std::stoi(text);
-}
-
-std::string sizes_text(const std::vector<int> &sizes) {
-    std::string out;
-    for (int n : sizes) out += (out.empty() ? "" : "x") + std::to_string(n);
-    return out;
-}
-
-std::string coords_text(const std::vector<int> &coords) {
-    std::string out;
-    for (int c : coords) out += (out.empty() ? "" : " ") + std::to_string(c);
-    return out;
 }
 
 // Reads the file statement by statement, remembering the line of each cell's host so
@@ -103,7 +92,7 @@ class TopoFileParser {
         const size_t given = words.size() - 2;
         if (given != grid_.sizes.size())
             fail(field, "expected " + std::to_string(grid_.sizes.size()) + " coordinates (dims " +
-                            sizes_text(grid_.sizes) + "), got " + std::to_string(given));
+                            join_numbers(grid_.sizes, "x") + "), got " + std::to_string(given));
         std::vector<int> coords;
         for (size_t d = 0; d < given; ++d)
             coords.push_back(parse_coordinate(name, d, words[2 + d]));
@@ -113,7 +102,7 @@ class TopoFileParser {
                             std::to_string(host_at_.at(first->second).second) + ")");
         auto taken = host_at_.find(coords);
         if (taken != host_at_.end())
-            fail(field, "cell (" + coords_text(coords) + ") already holds host " +
+            fail(field, "cell (" + join_numbers(coords, " ") + ") already holds host " +
                             taken->second.first + " (line " + std::to_string(taken->second.second) +
                             "): expected one host per cell");
         host_at_[coords] = {name, line_};
@@ -126,7 +115,7 @@ class TopoFileParser {
         if (c < 0) fail(field, "expected a non-negative integer, got '" + text + "'");
         if (c >= grid_.sizes[d])
             fail(field, "expected 0.." + std::to_string(grid_.sizes[d] - 1) + " (dims " +
-                            sizes_text(grid_.sizes) + "), got " + text);
+                            join_numbers(grid_.sizes, "x") + "), got " + text);
         return c;
     }
 
