@@ -29,6 +29,7 @@ PACKAGES=(
   libgtest-dev googletest libbenchmark-dev cmake
   iproute2 python3 procps clang-format git
   libevent-dev  # Open MPI 5's internal headers include event.h
+  xz-utils      # unpacks the Open MPI 5.0.9 of ../shared/ompi5 (--all-series)
 )
 missing=()
 for p in "${PACKAGES[@]}"; do
