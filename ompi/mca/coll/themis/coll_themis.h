@@ -87,6 +87,7 @@ typedef struct mca_coll_themis_component_t {
     int cuda_ipc;               /* THEMIS_CUDA_IPC_* */
     int cuda_ipc_cache;         /* peers' device allocations kept open per process */
     bool chunks_given;          /* coll_themis_chunks set by the user, not its default */
+    bool min_bytes_given;       /* coll_themis_min_bytes set: no measured crossover */
 } mca_coll_themis_component_t;
 
 THEMIS_COMPONENT_DECLSPEC extern mca_coll_themis_component_t mca_coll_themis_component;

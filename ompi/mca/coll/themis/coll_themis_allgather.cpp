@@ -102,12 +102,9 @@ cuda::HostCopies allgather_copies(const void *sbuf, int scount, ompi_datatype_t 
 
 #endif
 
-const char *allgather_unsupported(int rcount, ompi_datatype_t *rdtype, ompi_communicator_t *comm) {
-    size_t type_size = 0;
-    ompi_datatype_type_size(rdtype, &type_size);
-    const size_t elements = static_cast<size_t>(rcount) * ompi_comm_size(comm);
-    const char *unsupported = unsupported_layout(rdtype, elements);
-    return unsupported ? unsupported : too_small(type_size * elements);
+// The elements of an allgather's whole result.
+size_t allgather_elements(int rcount, ompi_communicator_t *comm) {
+    return static_cast<size_t>(rcount) * ompi_comm_size(comm);
 }
 
 // MPI_Allgather's row of the collectives' table (coll_themis_entry.h).
@@ -122,7 +119,10 @@ struct Allgather {
     };
     static constexpr int slot = THEMIS_COLL_ALLGATHER;
     static const char *unsupported(const Args &a, ompi_communicator_t *comm) {
-        return allgather_unsupported(a.rcount, a.rdtype, comm);
+        return unsupported_layout(a.rdtype, allgather_elements(a.rcount, comm));
+    }
+    static size_t bytes(const Args &a, ompi_communicator_t *comm) {
+        return type_bytes(a.rdtype, allgather_elements(a.rcount, comm));
     }
     static void prepare(Context &ctx, const Args &a, Call &call) {
         prepare_allgather(ctx, a.sbuf, a.scount, a.sdtype, a.rbuf, a.rcount, a.rdtype, call);

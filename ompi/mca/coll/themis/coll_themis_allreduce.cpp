@@ -104,7 +104,10 @@ struct Allreduce {
     };
     static constexpr int slot = THEMIS_COLL_ALLREDUCE;
     static const char *unsupported(const Args &a, ompi_communicator_t *) {
-        return reduction_call_unsupported(a.dtype, a.op, static_cast<size_t>(a.count));
+        return reduction_unsupported(a.dtype, a.op);
+    }
+    static size_t bytes(const Args &a, ompi_communicator_t *) {
+        return type_bytes(a.dtype, static_cast<size_t>(a.count));
     }
     static void prepare(Context &ctx, const Args &a, Call &call) {
         prepare_allreduce(ctx, a.sbuf, a.rbuf, a.count, a.dtype, a.op, call);

@@ -17,6 +17,7 @@
 #include "coll_themis.h"
 #include "coll_themis_call.h"
 #include "coll_themis_params.h"
+#include "crossover.h"
 #include "engine.h"
 #include "host_memory.h"
 #include "plan_cache.h"
@@ -179,6 +180,9 @@ struct themis_context {
     // Declined after a set-up: the private duplicate's collectives, where its eligible
     // nonblocking and persistent calls go (coll_themis_setup_task.h).
     mca_coll_themis_module_t *fallback = nullptr;
+    // Where themis gets faster than the module below, per collective and size, measured on
+    // the communicator's blocking calls (coll_themis_crossover.h).
+    themis::Crossover crossover;
     themis_context() = default;
     themis_context(const themis_context &) = delete;
     themis_context &operator=(const themis_context &) = delete;

@@ -5,7 +5,9 @@
 // and a row of THEMIS_ENTRY_POINTS, which makes its blocking, nonblocking and persistent
 // entry points, all run by Entry<Adapter> below:
 //
-//   1. calls themis does not accelerate go to the previous module unchanged, at once;
+//   1. calls themis does not accelerate go to the previous module unchanged, at once, as do
+//      calls too small for themis (coll_themis_crossover.h: the size where themis gets
+//      faster, measured on the blocking calls, or coll_themis_min_bytes);
 //   2. the communicator's set-up starts on its first eligible call, blocking or not
 //      (coll_themis_setup_task.h): a blocking call waits for it, a nonblocking or
 //      persistent one returns at once and is held until it ends;
@@ -27,7 +29,10 @@
 //                                    them as sbuf and rbuf
 //   C::slot                          its blocking form's slot (THEMIS_COLL_*); the
 //                                    nonblocking and persistent ones follow in THEMIS_SLOTS
-//   C::unsupported(a, comm)          why themis leaves it to the module below, or nullptr
+//   C::unsupported(a, comm)          why themis leaves it to the module below (its types,
+//                                    op or layout), or nullptr
+//   C::bytes(a, comm)                its size in bytes, the same on every rank, which
+//                                    decides with coll_themis_crossover.h where it runs
 //   C::prepare(ctx, a, call)         prepares `call` (blank) on host buffers
 //   C::prepare_device(ctx, a, call)  the same on buffers that may be device memory (CUDA)
 //   C::host_copies(a, comm)          host copies of its buffers for the module below (CUDA)
@@ -39,6 +44,7 @@
 
 #include "coll_themis_call.h"
 #include "coll_themis_context.h"
+#include "coll_themis_crossover.h"
 #include "coll_themis_cuda.h"
 #include "coll_themis_request.h"
 #include "coll_themis_setup_task.h"
@@ -47,6 +53,7 @@
 #include "cuda/host_fallback.h"
 #endif
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -166,6 +173,7 @@ template <class C> struct Entry {
                                ompi_communicator_t *comm) {
         ++m->calls[slot(form)];
         const char *why = C::unsupported(a, comm);
+        if (!why) why = size_unsupported(m, C::slot, form == kBlocking, C::bytes(a, comm));
         if (why) say_unsupported(name(form), why);
         return why;
     }
@@ -228,21 +236,40 @@ template <class C> struct Entry {
             });
     }
 
+    // A blocking call: on themis or the module below as the crossover's step says (where
+    // it is measured), the run timed where the step asks.
     static int blocking(const Args &a, ompi_communicator_t *comm, mca_coll_base_module_t *module) {
         mca_coll_themis_module_t *m = themis_module(module);
-        const char *name = Entry::name(kBlocking);
         const bool device = on_device(a);
-        if (counted(m, kBlocking, a, comm)) return below(m, a, comm, name, device, nullptr);
+        if (counted(m, kBlocking, a, comm))
+            return below(m, a, comm, name(kBlocking), device, nullptr);
         begin_setup(m, comm, device);
         finish_setup(m);
         Context *ctx = context_of(m);
-        if (ctx == nullptr) return below(m, a, comm, name, device, nullptr);
+        if (ctx == nullptr) return below(m, a, comm, name(kBlocking), device, nullptr);
+        if (!crossover_measured()) return on_themis(m, *ctx, a, device);
+        const size_t bytes = C::bytes(a, comm);
+        const Crossover::Step step = crossover_step(m, C::slot, bytes);
+        const auto start = std::chrono::steady_clock::now();
+        const int rc = step.runner == Crossover::Runner::kThemis
+                           ? on_themis(m, *ctx, a, device)
+                           : below(m, a, comm, name(kBlocking), device, nullptr);
+        crossover_test_delay(step.runner);
+        if (step.timed && rc == OMPI_SUCCESS)
+            crossover_record(
+                m, C::slot, bytes, step.runner,
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+        return rc;
+    }
+
+    // A blocking call on themis, to the end.
+    static int on_themis(mca_coll_themis_module_t *m, Context &ctx, const Args &a, bool device) {
         try {
-            Context::Lease call = ctx->lease();
-            prepare(*ctx, a, device, *call);
-            ctx->run(*call);
+            Context::Lease call = ctx.lease();
+            prepare(ctx, a, device, *call);
+            ctx.run(*call);
         } catch (const std::exception &e) {
-            return report_failure(name, e);
+            return report_failure(name(kBlocking), e);
         }
         ++m->accelerated[slot(kBlocking)];
         return OMPI_SUCCESS;
@@ -328,19 +355,11 @@ template <class C> struct Entry {
         return themis::Entry<Adapter>::persistent(ARGS, comm, info, request, module);              \
     }
 
-// Whether a message of `bytes` is worth themis's set-up (else: the previous module).
-inline const char *too_small(size_t bytes) {
-    return bytes < mca_coll_themis_component.min_bytes ? "below coll_themis_min_bytes" : nullptr;
-}
-
-// Why a reduction over `elements` of `dtype` with `op` is not themis's (its type or op, or
-// its size); nullptr when it is.
-inline const char *reduction_call_unsupported(ompi_datatype_t *dtype, ompi_op_t *op,
-                                              size_t elements) {
+// The bytes of `elements` of `dtype`.
+inline size_t type_bytes(ompi_datatype_t *dtype, size_t elements) {
     size_t type_size = 0;
     ompi_datatype_type_size(dtype, &type_size);
-    const char *why = reduction_unsupported(dtype, op);
-    return why ? why : too_small(type_size * elements);
+    return type_size * elements;
 }
 
 } // namespace themis

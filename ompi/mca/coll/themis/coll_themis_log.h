@@ -75,6 +75,12 @@
  *                                                 each came from (given, measured, cached,
  *                                                 default; one per dimension), the levels'
  *                                                 names
+ * Level 1, while a communicator runs (coll_themis_min_bytes unset, coll_themis_crossover.h):
+ *   crossover       coll=allreduce|reduce_scatter|reduce_scatter_block|allgather bytes=B
+ *                   themis_ms=T below_ms=T runs=themis|below
+ *                                                 a size bin's trial ended (B: its smallest
+ *                                                 size): the agreed times, and where its
+ *                                                 calls run from now on
  * Level 2:
  *   stats           coll=SLOT calls=N themis=M    when the communicator is freed (or at
  *                                                 MPI_Finalize): of N calls of SLOT

@@ -167,7 +167,10 @@ struct ReduceScatter {
     };
     static constexpr int slot = THEMIS_COLL_REDUCE_SCATTER;
     static const char *unsupported(const Args &a, ompi_communicator_t *) {
-        return reduction_call_unsupported(a.dtype, a.op, a.counts.total());
+        return reduction_unsupported(a.dtype, a.op);
+    }
+    static size_t bytes(const Args &a, ompi_communicator_t *) {
+        return type_bytes(a.dtype, a.counts.total());
     }
     static void prepare(Context &ctx, const Args &a, Call &call) {
         prepare_reduce_scatter(ctx, a.sbuf, a.rbuf, a.counts, a.dtype, a.op, call);

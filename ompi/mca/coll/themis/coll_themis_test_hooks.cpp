@@ -10,12 +10,18 @@ namespace themis {
 const TestHooks &test_hooks() {
     static const TestHooks hooks = [] {
         auto set = [](const char *name) { return std::getenv(name) != nullptr; };
+        auto ms = [](const char *name) {
+            const char *value = std::getenv(name);
+            return value ? std::strtod(value, nullptr) : 0.0;
+        };
         const char *direct = std::getenv("THEMIS_TEST_CUDA_DIRECT");
         TestHooks h;
         h.fail_connect = set("THEMIS_TEST_FAIL_CONNECT");
         h.fail_nonblocking = set("THEMIS_TEST_FAIL_NONBLOCKING");
         h.calibration_fails = set("THEMIS_TEST_CALIBRATION_FAILS");
         h.cuda_direct = direct != nullptr && std::strcmp(direct, "1") == 0;
+        h.slow_themis_ms = ms("THEMIS_TEST_SLOW_THEMIS_MS");
+        h.slow_below_ms = ms("THEMIS_TEST_SLOW_BELOW_MS");
         return h;
     }();
     return hooks;

@@ -20,6 +20,9 @@ struct TestHooks {
     bool cuda_direct = false;       // THEMIS_TEST_CUDA_DIRECT=1: the transport stands for one
                                     // that moves device memory (honoured with the emulated
                                     // CUDA driver only: coll_themis_cuda.cpp)
+    double slow_themis_ms = 0;      // THEMIS_TEST_SLOW_THEMIS_MS=N, THEMIS_TEST_SLOW_BELOW_MS=N:
+    double slow_below_ms = 0;       // every blocking call the crossover places (measured)
+                                    // takes N ms longer on themis, on the module below
 };
 
 const TestHooks &test_hooks();

@@ -1,0 +1,82 @@
+// coll_themis_crossover.cpp: the crossover's glue (coll_themis_crossover.h).
+#include "coll_themis_crossover.h"
+
+#include <chrono>
+#include <limits>
+#include <optional>
+#include <thread>
+
+#include "coll_themis_context.h"
+#include "coll_themis_log.h"
+#include "coll_themis_test_hooks.h"
+#include "ompi/op/op.h"
+
+namespace themis {
+
+namespace {
+
+const char *collective_name(int collective) {
+    static const char *const names[Crossover::kCollectives] = {"allreduce", "reduce_scatter",
+                                                               "reduce_scatter_block", "allgather"};
+    return names[collective];
+}
+
+// The ranks' agreed times of the trial of `bytes`'s bin: the largest of each over the ranks
+// (a collective ends when its slowest rank does), through the module below's allreduce on
+// the communicator. A failed agreement counts themis as never measured: below, on every
+// rank whose agreement failed, as Open MPI's error then ends the job anyway.
+Crossover::Times agreed_times(mca_coll_themis_module_t *m, const Crossover &crossover,
+                              int collective, size_t bytes) {
+    const Crossover::Times mine = crossover.trial_times(collective, bytes);
+    double in[2] = {mine.themis, mine.below}, out[2] = {0, 0};
+    const int rc = m->previous_allreduce(in, out, 2, &ompi_mpi_double.dt, &ompi_mpi_op_max.op,
+                                         m->comm, m->previous_allreduce_module);
+    if (rc != OMPI_SUCCESS) return {std::numeric_limits<double>::infinity(), 0};
+    return {out[0], out[1]};
+}
+
+} // namespace
+
+const char *size_unsupported(const mca_coll_themis_module_t *m, int collective, bool blocking,
+                             size_t bytes) {
+    const bool below_min_bytes = bytes < mca_coll_themis_component.min_bytes;
+    if (!crossover_measured()) return below_min_bytes ? "below coll_themis_min_bytes" : nullptr;
+    if (bytes < Crossover::kFloorBytes) return "below the sizes whose crossover is measured";
+    if (blocking) return nullptr;
+    std::optional<Crossover::Runner> known;
+    if (m->context != nullptr) known = m->context->crossover.decided(collective, bytes);
+    if (known)
+        return *known == Crossover::Runner::kBelow ? "the module below measured faster at this size"
+                                                   : nullptr;
+    return below_min_bytes ? "below coll_themis_min_bytes, the crossover not measured yet"
+                           : nullptr;
+}
+
+Crossover::Step crossover_step(mca_coll_themis_module_t *m, int collective, size_t bytes) {
+    Crossover &crossover = m->context->crossover;
+    Crossover::Step step = crossover.step(collective, bytes);
+    if (!step.agree) return step;
+    const Crossover::Times agreed = agreed_times(m, crossover, collective, bytes);
+    step.runner = crossover.decide(collective, bytes, agreed);
+    LogEvent("crossover")
+        .add("coll", collective_name(collective))
+        .add("bytes", Crossover::bin_bytes(Crossover::bin_of(bytes)))
+        .add("themis_ms", agreed.themis * 1e3, "%.3f")
+        .add("below_ms", agreed.below * 1e3, "%.3f")
+        .add("runs", step.runner == Crossover::Runner::kThemis ? "themis" : "below")
+        .emit(1, m->comm);
+    return step;
+}
+
+void crossover_test_delay(Crossover::Runner runner) {
+    const double ms = runner == Crossover::Runner::kThemis ? test_hooks().slow_themis_ms
+                                                           : test_hooks().slow_below_ms;
+    if (ms > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms));
+}
+
+void crossover_record(mca_coll_themis_module_t *m, int collective, size_t bytes,
+                      Crossover::Runner runner, double seconds) {
+    m->context->crossover.record(collective, bytes, runner, seconds);
+}
+
+} // namespace themis

@@ -1,0 +1,94 @@
+// crossover: from which message size a communicator's collective runs faster on themis
+// than on the module below it, measured on the communicator's own calls.
+//
+// Below some size the module below (tuned, han) wins: themis's chunks and dimensions cost
+// latency a small message cannot hide. Where that happens depends on the collective, the
+// network and the transport, so one fixed size (coll_themis_min_bytes) is wrong somewhere.
+// Instead, each collective's calls of kFloorBytes to kCeilingBytes fall into bins of
+// powers of two (B bytes: bin floor(log2 B)), and a bin's first calls are its trial:
+//
+//   call 0           themis, not timed: it may set the communicator up, plan, warm buffers
+//   call 1           the module below, not timed: its own first-call costs
+//   calls 2..2S+1    below and themis in turn, each timed (S = kSamples of each)
+//   call 2S+2        first every rank agrees on the trial's times (the largest over the
+//                    ranks of each rank's median: a collective ends when its slowest rank
+//                    does, and one late sample, a busy core's, must not decide), then the
+//                    bin is decided for good: themis where its agreed time is the smaller,
+//                    the module below otherwise.
+//
+// Every rank makes the same calls in the same order, so every rank is at the same step of
+// the same bin at every call and decides from the same agreed numbers: which module runs a
+// call never depends on one rank's own clock. Calls below kFloorBytes go below, calls of
+// kCeilingBytes and more run on themis, untried (there its bandwidth wins on any network
+// with more than one dimension, and a trial would cost seconds of the slower module).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <optional>
+
+namespace themis {
+
+class Crossover {
+  public:
+    static constexpr size_t kFloorBytes = size_t(16) << 10;
+    static constexpr size_t kCeilingBytes = size_t(4) << 20;
+    static constexpr int kSamples = 3;
+    static constexpr int kCollectives = 4; // allreduce, reduce_scatter(_block), allgather
+
+    enum class Runner : uint8_t { kThemis, kBelow };
+
+    // What a blocking call does.
+    struct Step {
+        Runner runner;
+        bool timed; // time the run and record() it
+        bool agree; // before running: agree on trial_times() and decide() the bin
+    };
+
+    // Each runner's time in a bin's trial, in seconds: the median of its samples (the
+    // larger middle one of an even count); infinity without one.
+    struct Times {
+        double themis, below;
+    };
+
+    // A blocking call of `bytes` of collective `collective` (0..kCollectives-1): where it
+    // runs, and the trial's next step if its bin is on trial.
+    Step step(int collective, size_t bytes);
+    // The time of a run step() asked to time.
+    void record(int collective, size_t bytes, Runner runner, double seconds);
+    // This rank's times of the bin's trial, to agree on.
+    Times trial_times(int collective, size_t bytes) const;
+    // Decides the bin from the agreed times; returns the winner.
+    Runner decide(int collective, size_t bytes, Times agreed);
+
+    // Where a call that takes no part in trials (nonblocking, persistent) runs: outside the
+    // measured range as step() says, in a decided bin as decided, else nothing.
+    std::optional<Runner> decided(int collective, size_t bytes) const;
+
+    // The bin of `bytes` within the measured range, its smallest size, for messages.
+    static int bin_of(size_t bytes);
+    static size_t bin_bytes(int bin) { return size_t(1) << bin; }
+
+  private:
+    static constexpr int kBins = 22; // log2 of kCeilingBytes
+    static constexpr double kNone = std::numeric_limits<double>::infinity();
+    struct Samples {
+        Samples() { seconds.fill(kNone); }
+        std::array<double, kSamples> seconds;
+        int count = 0;
+        double median() const;
+    };
+    struct Bin {
+        int calls = 0;
+        std::optional<Runner> winner;
+        Samples themis, below;
+    };
+    Bin &bin(int collective, size_t bytes);
+    const Bin &bin(int collective, size_t bytes) const;
+
+    std::array<std::array<Bin, kBins>, kCollectives> bins_{};
+};
+
+} // namespace themis
