@@ -499,6 +499,15 @@ const char *rate_source_name(RateSource s) {
     return "?";
 }
 
+Topology with_bandwidth_factors(const Topology &topo, const std::vector<double> &factors) {
+    std::vector<Dimension> dims = topo.dims();
+    if (factors.size() != dims.size())
+        throw std::invalid_argument("bandwidth factors: one per dimension");
+    for (size_t d = 0; d < dims.size(); ++d)
+        dims[d].bandwidth = round_significant(dims[d].bandwidth * factors[d] * 8, 4) / 8;
+    return Topology(std::move(dims));
+}
+
 Topology with_measured_rates(const Topology &topo, const std::vector<DimensionRates> &rates,
                              bool bandwidth_given, bool latency_given, bool fill_given) {
     std::vector<Dimension> dims = topo.dims();

@@ -212,6 +212,10 @@ const char *rate_source_name(RateSource s);
 Topology with_measured_rates(const Topology &topo, const std::vector<DimensionRates> &rates,
                              bool bandwidth_given, bool latency_given, bool fill_given = false);
 
+// `topo` with every dimension's bandwidth multiplied by its factor (a revision at run time:
+// rate_refiner.h), rounded as with_measured_rates() rounds.
+Topology with_bandwidth_factors(const Topology &topo, const std::vector<double> &factors);
+
 // Whether a coll_themis_dims value gives `key` ("bw", "lat", "fill") in one of its sections.
 bool spec_gives(const std::string &dims, const std::string &key);
 

@@ -11,7 +11,21 @@ Engine::Engine(const Topology &topo, Transport &transport, Memory &memory, int m
                uint64_t max_active_bytes)
     : topo_(topo), transport_(transport), memory_(memory), max_active_(std::max(1, max_active)),
       max_active_bytes_(max_active_bytes), op_counter_(topo.num_dims(), 0),
-      active_(topo.num_dims()), active_bytes_(topo.num_dims(), 0), spare_(algorithms().size()) {}
+      active_(topo.num_dims()), active_bytes_(topo.num_dims(), 0), busy_total_(topo.num_dims(), 0),
+      busy_since_(topo.num_dims()), spare_(algorithms().size()) {}
+
+void Engine::mark_busy(int d) { busy_since_[d] = std::chrono::steady_clock::now(); }
+
+void Engine::mark_idle(int d) {
+    busy_total_[d] +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - busy_since_[d]).count();
+}
+
+double Engine::busy_seconds(int d) const {
+    if (active_[d].empty()) return busy_total_[d];
+    return busy_total_[d] +
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - busy_since_[d]).count();
+}
 
 int Engine::next_tag_base(int d) {
     // Every op owns `peers` consecutive tags (one per algorithm step); the window wraps
@@ -114,6 +128,7 @@ bool Engine::progress_active(int d) {
         const int op = active[i].op;
         keep(active[i]);
         active.erase(active.begin() + static_cast<long>(i));
+        if (active.empty()) mark_idle(d);
         execution->finish(op);
         finished = true;
     }
@@ -154,6 +169,7 @@ void Engine::forget(Execution *execution) {
             active_bytes_[d] -= active[i].bytes;
             keep(active[i]);
             active.erase(active.begin() + static_cast<long>(i));
+            if (active.empty()) mark_idle(d);
         }
     }
 }
@@ -240,6 +256,7 @@ Execution::Next Execution::start_next(int d, bool oldest) {
         timing_[op_index].start = now();
     }
     const Algorithm kind = plan_->algorithms[d];
+    if (engine_.active_[d].empty()) engine_.mark_busy(d);
     engine_.active_[d].push_back({this, op_index, bytes, kind, engine_.stage_algorithm(kind, ctx)});
     engine_.active_bytes_[d] += bytes;
     ++next_[d];

@@ -164,6 +164,10 @@ class Engine {
     Memory &memory() { return memory_; }
     int max_active() const { return max_active_; }
     uint64_t max_active_bytes() const { return max_active_bytes_; }
+    // Seconds dimension d has had a stage of any execution running since the engine was made
+    // (the union of its stages' intervals; the one running now up to now): the busy time
+    // the rate refiner (rate_refiner.h) compares with a plan's Plan::busy.
+    double busy_seconds(int d) const;
 
   private:
     friend class Execution;
@@ -192,6 +196,9 @@ class Engine {
     // Progresses the stages running on dimension d; true when one finished.
     bool progress_active(int d);
     void forget(Execution *execution);
+    // Dimension d's stage list becomes non-empty (busy) or empty (idle): its busy time.
+    void mark_busy(int d);
+    void mark_idle(int d);
 
     Topology topo_;
     Transport &transport_;
@@ -202,6 +209,8 @@ class Engine {
     std::vector<Execution *> executions_;     // in flight, in start order
     std::vector<std::vector<Active>> active_; // per dimension, all executions' stages
     std::vector<uint64_t> active_bytes_;      // per dimension, with a byte bound
+    std::vector<double> busy_total_;          // per dimension: seconds of busy intervals ended
+    std::vector<std::chrono::steady_clock::time_point> busy_since_; // per dimension, when busy
     // Per algorithm (enum order): finished stage algorithms, kept so that the stages of
     // later ops and calls allocate nothing.
     std::vector<std::vector<std::unique_ptr<StageAlgorithm>>> spare_;

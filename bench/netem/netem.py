@@ -10,6 +10,7 @@ No latency emulation (this kernel has no netem qdisc): bandwidth shaping only.
   netem.py run [--themis] -- [mpirun args] prog args
   netem.py calibrate [--seconds 1] [--load]        pair bandwidth per dimension vs tc rate
   netem.py topo-file > net.topo                    hosts mode: coll_themis_topo_file of the network
+  netem.py rate --dim 1 --rate 50                  change one dimension's links' rate, live
   netem.py status | down
   netem.py ompi [KEY]                              the Open MPI and build directory it uses
 
@@ -221,6 +222,29 @@ def print_summary(t):
     print("  themis spec: --mca coll_themis_dims %s" % t.themis_spec())
 
 
+def cmd_rate(args):
+    """Changes the tbf rate of every link of one dimension while jobs run (tc qdisc replace on
+    both ends), so that what a collective library does when a link slows down can be watched."""
+    need_root()
+    st = load_state(args.prefix)
+    if not st:
+        die("no network with prefix %s (netem.py up first)" % args.prefix)
+    k = args.dim - st["grid_dim0"]
+    if not 0 <= k < len(st["grid"]) or st["grid"][k] == 1:
+        die("--dim %d: not a dimension with links (dimensions %d to %d)"
+            % (args.dim, st["grid_dim0"], st["grid_dim0"] + len(st["grid"]) - 1))
+    per_rank = parse_bw_mbit(args.rate, "mbit")
+    rate = per_rank * st["link_rates"][k] / st["rates"][args.dim]  # a link's share of ranks
+    q = tbf_args(rate, st["burst_ms"], st["queue_ms"])
+    for e, ns in enumerate(st["endpoints"]):
+        ip_batch(ns, ["qdisc replace dev d%d root %s" % (args.dim, q)], what="tc")
+        ip_batch(st["switch"], ["qdisc replace dev e%dd%d root %s" % (e, k, q)], what="tc")
+    st["link_rates"][k], st["rates"][args.dim] = rate, per_rank
+    with open(os.path.join(state_dir(args.prefix), "state.json"), "w") as f:
+        json.dump(st, f, indent=1)
+    print("netem rate: dimension %d's links now tbf %g Mbit/s" % (args.dim, rate))
+
+
 def cmd_down(args):
     need_root()
     check_prefix(args.prefix)
@@ -425,6 +449,10 @@ def main():
     p.add_argument("--no-verify", action="store_true", help="skip the all-pairs reachability probe")
     p = sub.add_parser("down", help="tear the network down")
     pre(p)
+    p = sub.add_parser("rate", help="change one dimension's links' rate while jobs run")
+    pre(p)
+    p.add_argument("--dim", type=int, required=True, help="the dimension (as in --dims)")
+    p.add_argument("--rate", required=True, help="its new per-rank rate, Mbit/s")
     p = sub.add_parser("status", help="print the network's state")
     pre(p)
     p = sub.add_parser("run", help="mpirun a program across the network: run [opts] -- [mpirun args] prog args")
@@ -459,7 +487,7 @@ def main():
     try:
         if args.cmd == "check":
             return 1 if cmd_check(args) else 0
-        return {"up": cmd_up, "down": cmd_down, "status": cmd_status, "run": cmd_run,
+        return {"up": cmd_up, "down": cmd_down, "rate": cmd_rate, "status": cmd_status, "run": cmd_run,
                 "calibrate": cmd_calibrate, "build": cmd_build, "topo-file": cmd_topo_file,
                 "ompi": cmd_ompi,
                 "_wrap": cmd_wrap}[args.cmd](args) or 0

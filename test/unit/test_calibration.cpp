@@ -437,3 +437,16 @@ TEST(CalibrationShaped, NoFillCurveUnlessAsked) {
     const auto results = calibrate_all(topo, net, {0, 1}, quick_settings());
     for (const DimensionRates &r : results[0].dims) EXPECT_TRUE(r.fill.empty());
 }
+
+TEST(CalibrationRevision, BandwidthFactorsMultiplyAndRoundLikeMeasuredRates) {
+    // 100 and 200 Mbit/s revised by 1 and 0.254: 100 and 50.8 Mbit/s exactly; 1/3 of
+    // 100 Mbit/s rounds to 4 digits in bits/s (33.33 Mbit/s); latencies and sizes unchanged.
+    const Topology t = parse_topology("2x4:bw=100Mbps,200Mbps:lat=5us,7us");
+    const Topology r = with_bandwidth_factors(t, {1.0, 0.254});
+    EXPECT_DOUBLE_EQ(r.dim(0).bandwidth * 8, 100e6);
+    EXPECT_DOUBLE_EQ(r.dim(1).bandwidth * 8, 50.8e6);
+    EXPECT_EQ(r.dim(1).peers, 4);
+    EXPECT_DOUBLE_EQ(r.dim(1).latency, 7e-6);
+    EXPECT_DOUBLE_EQ(with_bandwidth_factors(t, {1.0 / 3, 1}).dim(0).bandwidth * 8, 33.33e6);
+    EXPECT_THROW(with_bandwidth_factors(t, {1.0}), std::invalid_argument);
+}

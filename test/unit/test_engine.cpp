@@ -803,6 +803,45 @@ TEST(EngineTrace, EveryOpOnceInPlanOrderWithConsistentTimes) {
     }
 }
 
+// The union of a rank's stage intervals on dimension d, from its trace.
+double traced_busy(const std::vector<StageRun> &trace, int d) {
+    std::vector<std::pair<double, double>> spans;
+    for (const StageRun &run : trace)
+        if (run.dim == d) spans.emplace_back(run.start, run.end);
+    std::sort(spans.begin(), spans.end());
+    double busy = 0, from = 0, to = -1;
+    for (auto [start, end] : spans) {
+        if (start > to) {
+            busy += std::max(0.0, to - from);
+            from = start;
+        }
+        to = std::max(to, end);
+    }
+    return busy + std::max(0.0, to - from);
+}
+
+TEST(EngineBusy, ADimensionsBusyTimeLiesWithinItsStagesAndIsZeroWithoutThem) {
+    // The engine's busy time per dimension (what the rate refiner compares with a plan's)
+    // starts after a stage's traced start and ends before its traced end: within the union
+    // of the traced intervals; a dimension of one peer runs no stage and is never busy.
+    Topology t = parse_topology("2x1x4:alg=ring,ring,hd");
+    Config c;
+    c.k = 2;
+    c.chunks = 8;
+    World w(t, c);
+    std::vector<std::vector<StageRun>> traces(t.size());
+    w.traces = &traces;
+    ASSERT_TRUE(check_allreduce(w, 20000));
+    for (int r = 0; r < t.size(); ++r) {
+        EXPECT_EQ(w.engines[r]->busy_seconds(1), 0.0) << "rank " << r;
+        for (int d : {0, 2}) {
+            const double busy = w.engines[r]->busy_seconds(d);
+            EXPECT_GT(busy, 0.0) << "rank " << r << " dim " << d;
+            EXPECT_LE(busy, traced_busy(traces[r], d)) << "rank " << r << " dim " << d;
+        }
+    }
+}
+
 // The most bytes of stages that ran at once on one dimension of one rank, counted when a
 // stage started beside others (a stage alone on its dimension may be of any size).
 uint64_t most_bytes_started_beside_others(const Plan &plan, const std::vector<StageRun> &trace) {

@@ -79,6 +79,8 @@ typedef struct mca_coll_themis_component_t {
     char *trace;                /* path prefix of the stage-timing CSVs; empty: none */
     double calibration_seconds; /* time budget of measuring a layout's rates; 0: never */
     char *calibration_file;     /* measured rates kept between jobs; empty: none */
+    int refine_calls;           /* blocking calls per window of the rate refinement; 0: never */
+    double refine_threshold;    /* a dimension's rate this far off the others' is revised */
     char *topo_file;            /* hosts' coordinates in the network's dimensions; empty: none */
     bool split_packages;        /* auto splits a node whose ranks sit on several packages */
     int cuda;                   /* THEMIS_CUDA_* */

@@ -152,6 +152,15 @@ static const themis_param_t themis_params[] = {
      .help = "Time budget for measuring the bandwidth and latency of the dimensions whose "
              "rates coll_themis_dims does not give, on a layout's first use; 0 = never "
              "measure, use the defaults"},
+    {.name = "refine_calls", FIELD(refine_calls), .level = OPAL_INFO_LVL_5,
+     .default_value = 8, RANGE(0, 1000000),
+     .help = "Blocking calls per window of the rate refinement: every window the ranks agree "
+             "on how busy each dimension measured against its plan, and revise measured "
+             "rates that are off (coll_themis_refine_threshold); 0 = never"},
+    {.name = "refine_threshold", FIELD(refine_threshold), .level = OPAL_INFO_LVL_5,
+     .default_value = 0.25, RANGE(0, 100),
+     .help = "How far one dimension's measured rate may be off relative to the others' (a "
+             "fraction) before the rates are revised at run time; 0 = never"},
     {.name = "calibration_file", FIELD(calibration_file), .level = OPAL_INFO_LVL_4,
      .help = "File that keeps measured rates between jobs, keyed by the layout and its "
              "hosts; delete it when the network changes (valid: empty = none, or a path "

@@ -3,15 +3,20 @@
 #include "coll_themis_context.h"
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "opal/util/info.h"
 #include "opal/util/output.h"
 #include "coll_themis_call.h"
 #include "coll_themis_cuda_ipc.h"
 #include "coll_themis_node_transport.h"
+#include "coll_themis_refine.h"
 #include "coll_themis_request.h"
+#include "coll_themis_test_hooks.h"
+#include "calibration.h"
 #include "trace.h"
 
 namespace themis {
@@ -155,11 +160,49 @@ void Context::begin(Call &call, bool nonblocking) {
 
 void Context::start(Call &call) { begin(call, true); }
 
-void Context::run(Call &call) {
+bool Context::run(Call &call) {
+    // Evidence for the refiner only from a call alone on the engine: the dimensions' busy
+    // time is then this call's.
+    const bool alone = refiner_ && engine_->in_flight() == 0;
+    const int dims = layout_.topology.num_dims();
+    if (alone)
+        for (int d = 0; d < dims; ++d) busy_before_[size_t(d)] = engine_->busy_seconds(d);
     begin(call, false);
     engine_->wait(*call.execution_, &engine_lock_);
     write_trace(call);
     call.results_out();
+    if (!refiner_) return false;
+    ++refined_calls_;
+    const Plan &plan = *call.execution_->plan();
+    if (!alone || !gives_evidence(layout_.topology, plan.predicted_time))
+        return refiner_->count_call(plan.predicted_time, nullptr, nullptr);
+    for (int d = 0; d < dims; ++d)
+        busy_measured_[size_t(d)] = engine_->busy_seconds(d) - busy_before_[size_t(d)];
+    // Tests (check_refine.sh): a dimension slower than its rates, seen by this rank.
+    if (test_hooks().busy_scale_dim >= 0 && test_hooks().busy_scale_dim < dims)
+        busy_measured_[size_t(test_hooks().busy_scale_dim)] *= test_hooks().busy_scale;
+    return refiner_->count_call(plan.predicted_time, &plan.busy, &busy_measured_);
+}
+
+void Context::revise_rates(const std::vector<double> &agreed) {
+    const std::optional<std::vector<double>> factors = refiner_->revise(agreed);
+    if (!factors) return;
+    std::lock_guard<std::recursive_mutex> hold(engine_lock_);
+    // Later calls plan anew from these rates (the plan cache is keyed by the topology).
+    layout_.topology = with_bandwidth_factors(layout_.topology, *factors);
+    std::string said;
+    for (size_t d = 0; d < factors->size(); ++d) {
+        char factor[32];
+        snprintf(factor, sizeof factor, "%s%.3g", d ? "," : "", (*factors)[d]);
+        said += factor;
+    }
+    LogEvent("rates")
+        .add("dims", layout_.topology.to_spec())
+        .add("factors", said)
+        .add("calls", (long long)refined_calls_)
+        .add("why", "the dimensions' busy time against their plans differed by more than "
+                    "coll_themis_refine_threshold")
+        .emit(1, comm_);
 }
 
 bool Context::drive(Call &call) {

@@ -22,6 +22,7 @@
 #include "host_memory.h"
 #include "plan_cache.h"
 #include "rank_layout.h"
+#include "rate_refiner.h"
 
 namespace themis {
 
@@ -70,7 +71,15 @@ class Context {
     };
     Lease lease();
     // Runs a prepared call (coll_themis_call.h) to its end, its results out: a blocking call.
-    void run(Call &call);
+    // True when it ends a window of the rate refinement (rate_refiner.h): the caller then
+    // has the ranks agree on rate_evidence() and hands the sums to revise_rates()
+    // (coll_themis_refine.h).
+    bool run(Call &call);
+    // This rank's evidence of the window that just ended (rate_refiner.h).
+    const std::vector<double> &rate_evidence() { return refiner_->evidence(); }
+    // The ranks' summed evidence: revises the rates the plans are made from where they are
+    // off (verbose 1: event "rates"), the same on every rank.
+    void revise_rates(const std::vector<double> &agreed);
     // Starts a prepared call and returns at once (a nonblocking call); collectives in flight
     // together share the dimensions' queues in start order (engine.h), and each is planned
     // from the load the nonblocking call before it left unbalanced
@@ -134,6 +143,10 @@ class Context {
     // this lock.
     std::recursive_mutex engine_lock_;
     PlanCache cache_;
+    // The rate refinement (coll_themis_refine.h): none where no measured rate can be revised.
+    std::unique_ptr<RateRefiner> refiner_;
+    std::vector<double> busy_before_, busy_measured_; // per dimension, around a blocking call
+    long refined_calls_ = 0;                          // blocking calls the refiner counted
     std::ofstream trace_; // open: every call's stage timings are appended
     long traced_calls_ = 0;
     uint64_t driven_pass_ = 0; // the progress callback's pass that last drove the engine

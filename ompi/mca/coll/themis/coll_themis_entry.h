@@ -45,6 +45,7 @@
 #include "coll_themis_call.h"
 #include "coll_themis_context.h"
 #include "coll_themis_crossover.h"
+#include "coll_themis_refine.h"
 #include "coll_themis_cuda.h"
 #include "coll_themis_request.h"
 #include "coll_themis_setup_task.h"
@@ -267,7 +268,7 @@ template <class C> struct Entry {
         try {
             Context::Lease call = ctx.lease();
             prepare(ctx, a, device, *call);
-            ctx.run(*call);
+            if (ctx.run(*call)) refine_rates(m, ctx);
         } catch (const std::exception &e) {
             return report_failure(name(kBlocking), e);
         }

@@ -52,7 +52,7 @@
  *                   [ucx_unusable=TEXT|other_rank] why UCX was asked for and not taken
  *                   [device_memory=moved|staged]  (ucx) whether it moves device memory
  *                   [parts=D:BYTES,...|whole]     (pml) largest message part per dimension
- *   mismatch        param=NAME fallback=whole_messages|transport
+ *   mismatch        param=NAME fallback=whole_messages|transport|no_refinement
  *                                                 a parameter differs between the ranks;
  *                                                 all take the fallback
  *   node_transport  cma=LIST|none source=asked|measured|remembered|unusable|failed
@@ -75,7 +75,12 @@
  *                                                 each came from (given, measured, cached,
  *                                                 default; one per dimension), the levels'
  *                                                 names
- * Level 1, while a communicator runs (coll_themis_min_bytes unset, coll_themis_crossover.h):
+ * Level 1, while a communicator runs:
+ *   rates           dims=SPEC factors=F0,F1,... calls=N why=TEXT
+ *                                                 the measured rates were revised (the new
+ *                                                 ones in SPEC, coll_themis_refine.h) after
+ *                                                 N blocking calls on themis
+ *   (coll_themis_min_bytes unset, coll_themis_crossover.h:)
  *   crossover       coll=allreduce|reduce_scatter|reduce_scatter_block|allgather bytes=B
  *                   themis_ms=T below_ms=T runs=themis|below
  *                                                 a size bin's trial ended (B: its smallest

@@ -19,6 +19,7 @@
 #include "opal/util/show_help.h"
 #include "coll_themis_calibrate.h"
 #include "coll_themis_node_transport.h"
+#include "coll_themis_refine.h"
 #include "coll_themis_setup_task.h"
 #include "coll_themis_test_hooks.h"
 #include "coll_themis_transports.h"
@@ -286,6 +287,9 @@ void Context::calibrate(mca_coll_themis_module_t *m, const std::vector<std::stri
     if (!rates.note.empty()) say(1, comm_, rates.note);
     engine_ = std::make_unique<Engine>(layout_.topology, engine_transport, memory_,
                                        params().max_active, params().max_active_bytes);
+    refiner_ = make_refiner(m, comm_, rates);
+    busy_before_.assign(size_t(layout_.topology.num_dims()), 0.0);
+    busy_measured_ = busy_before_;
     std::string levels;
     for (const std::string &name : layout_.level_names)
         levels += (levels.empty() ? "" : ",") + name;

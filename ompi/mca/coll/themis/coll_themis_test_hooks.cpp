@@ -2,6 +2,7 @@
 // read once (see the header).
 #include "coll_themis_test_hooks.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -22,6 +23,9 @@ const TestHooks &test_hooks() {
         h.cuda_direct = direct != nullptr && std::strcmp(direct, "1") == 0;
         h.slow_themis_ms = ms("THEMIS_TEST_SLOW_THEMIS_MS");
         h.slow_below_ms = ms("THEMIS_TEST_SLOW_BELOW_MS");
+        if (const char *scale = std::getenv("THEMIS_TEST_BUSY_SCALE"))
+            if (std::sscanf(scale, "%d:%lf", &h.busy_scale_dim, &h.busy_scale) != 2)
+                h.busy_scale_dim = -1;
         return h;
     }();
     return hooks;

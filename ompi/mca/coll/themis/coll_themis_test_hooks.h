@@ -23,6 +23,8 @@ struct TestHooks {
     double slow_themis_ms = 0;      // THEMIS_TEST_SLOW_THEMIS_MS=N, THEMIS_TEST_SLOW_BELOW_MS=N:
     double slow_below_ms = 0;       // every blocking call the crossover places (measured)
                                     // takes N ms longer on themis, on the module below
+    int busy_scale_dim = -1;        // THEMIS_TEST_BUSY_SCALE=D:F: the rate refiner sees
+    double busy_scale = 1;          // dimension D's measured busy time F times longer
 };
 
 const TestHooks &test_hooks();

@@ -1,0 +1,81 @@
+// coll_themis_refine.cpp: the rate refinement's glue (coll_themis_refine.h).
+#include "coll_themis_refine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "coll_themis_context.h"
+#include "coll_themis_log.h"
+#include "coll_themis_params.h"
+#include "coll_themis_setup_task.h"
+#include "ompi/op/op.h"
+
+namespace themis {
+
+namespace {
+
+// A window lasts at least this many times the agreement's predicted time, so that the
+// agreement costs at most about 1 % of the calls it follows.
+constexpr double kWindowAgreements = 100;
+// Evidence only from calls predicted to take this many times the largest latency: their
+// busy time is the links' bandwidth, not their latency (which the refiner does not revise).
+constexpr double kEvidenceLatencies = 50;
+
+// The agreement's predicted time: an allreduce of a few doubles, by recursive doubling,
+// ceil(log2 peers) steps of each dimension's latency there and back.
+double agreement_seconds(const Topology &topo) {
+    double seconds = 0;
+    for (const Dimension &d : topo.dims())
+        seconds += 2 * std::ceil(std::log2(double(std::max(d.peers, 1)))) * d.latency;
+    return seconds;
+}
+
+} // namespace
+
+std::unique_ptr<RateRefiner> make_refiner(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
+                                          const CalibratedTopology &rates) {
+    // Every rank must count the same windows and decide alike: the settings agreed first.
+    const double calls = params().refine_calls, threshold = params().refine_threshold;
+    const double mine[4] = {calls, -calls, threshold, -threshold};
+    double most[4] = {0, 0, 0, 0};
+    setup_allreduce(m, mine, most, 4, &ompi_mpi_double.dt, &ompi_mpi_op_max.op);
+    if (most[0] != -most[1] || most[2] != -most[3]) {
+        LogEvent("mismatch")
+            .add("param",
+                 most[0] != -most[1] ? "coll_themis_refine_calls" : "coll_themis_refine_threshold")
+            .add("fallback", "no_refinement")
+            .emit(1, comm);
+        return nullptr;
+    }
+    std::vector<bool> fixed;
+    bool any = false;
+    for (RateSource source : rates.bandwidth_source) {
+        fixed.push_back(source != RateSource::Measured && source != RateSource::Cached);
+        any = any || !fixed.back();
+    }
+    if (!any || calls <= 0 || threshold <= 0) return nullptr;
+    return std::make_unique<RateRefiner>(rates.topology.num_dims(), int(calls),
+                                         kWindowAgreements * agreement_seconds(rates.topology),
+                                         threshold, std::move(fixed));
+}
+
+bool gives_evidence(const Topology &topo, double predicted_seconds) {
+    double latency = 0;
+    for (const Dimension &d : topo.dims()) latency = std::max(latency, d.latency);
+    return predicted_seconds >= kEvidenceLatencies * latency;
+}
+
+void refine_rates(mca_coll_themis_module_t *m, Context &ctx) {
+    const std::vector<double> &mine = ctx.rate_evidence();
+    thread_local std::vector<double> sums; // its room kept: nothing allocated once warm
+    sums.assign(mine.size(), 0.0);
+    const int rc =
+        m->previous_allreduce(mine.data(), sums.data(), int(mine.size()), &ompi_mpi_double.dt,
+                              &ompi_mpi_op_sum.op, m->comm, m->previous_allreduce_module);
+    // A failed agreement revises nothing here; Open MPI's error handler has the last word.
+    if (rc != OMPI_SUCCESS) sums.assign(mine.size(), 0.0);
+    ctx.revise_rates(sums);
+}
+
+} // namespace themis

@@ -1,0 +1,67 @@
+// rate_refiner: the per-dimension bandwidths a communicator plans with, revised from what its
+// own calls measure, so that rates measured once at set-up (under whatever load the machine
+// and the fabric had then) do not steer the whole job.
+//
+// Evidence: a blocking call run alone on the engine gives, per dimension d, the time its
+// plan predicted d busy (Plan::busy, from the rates in force) and the time d was measured
+// busy (a stage of it running here); their ratio, predicted / measured, is the factor by
+// which d's rate is off (1: right; 0.5: d delivers half of what the plan assumes).
+//
+// A window ends with the call that makes it hold at least `window` calls and at least
+// `min_window_seconds` of their predicted time (the agreement costs a small allreduce: a
+// floor on the window's length keeps that cost a small fraction of it). Both counts come
+// from values every rank has alike (every rank runs the same calls, planned from the same
+// rates), so every rank ends the same windows. Then each rank's median ratio per dimension
+// is summed over the ranks with how many ranks had one (the agreement, collective;
+// evidence() and revise()), and the means are the agreed factors. The rates are revised when the
+// dimensions' factors differ from one another by more than `threshold` (a factor over their
+// geometric mean, less 1): then every dimension's rate is multiplied by its factor. A change alike
+// on every dimension (all links slower, or every stage waiting for a busy core) leaves the rates'
+// ratios, and so the plans, as they are, and revises nothing. Every rank revises at the same call,
+// to the same rates.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <vector>
+
+namespace themis {
+
+class RateRefiner {
+  public:
+    // `dims` dimensions; `fixed[d]`: d's rate is not revised (given by the user); a
+    // `threshold` of 0 revises nothing.
+    RateRefiner(int dims, int window, double min_window_seconds, double threshold,
+                std::vector<bool> fixed);
+
+    // A blocking call predicted to take `seconds`: its evidence where there is some (per
+    // dimension predicted and measured busy seconds; a dimension measured 0 gives none), or
+    // none. True when the call ends a window: the ranks then agree on evidence() and call
+    // revise().
+    bool count_call(double seconds, const std::vector<double> *predicted,
+                    const std::vector<double> *measured);
+
+    // This rank's evidence of the window, to be summed over the ranks element by element:
+    // per dimension its median ratio (0 without one), then per dimension 1 or 0 (whether it
+    // has one). Its size is 2 x dims; it stays valid until the next count_call().
+    const std::vector<double> &evidence();
+
+    // The agreed sums of evidence(): the factor of every dimension when the rates are to be
+    // revised (1 for a fixed dimension or one no rank had evidence of), else nothing. Starts
+    // the next window.
+    std::optional<std::vector<double>> revise(const std::vector<double> &agreed);
+
+    // The agreed factors of the last window, after revise() (for messages).
+    const std::vector<double> &last_factors() const { return factors_; }
+
+  private:
+    int dims_, window_;
+    double min_window_seconds_, threshold_;
+    std::vector<bool> fixed_;
+    int calls_ = 0;
+    double seconds_ = 0;                      // predicted, of this window's calls
+    std::vector<std::vector<double>> ratios_; // per dimension, this window's, room kept
+    std::vector<double> evidence_, factors_;
+};
+
+} // namespace themis

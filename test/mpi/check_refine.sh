@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# check_refine.sh -- the run-time rate revision end to end (coll_themis_refine.h): 4 ranks as
+# 2x2 with measured rates (no bw= in the spec, a short calibration), 20 validated 4 MiB
+# All-Reduces in themis-bench, coll_themis_refine_threshold 1 (a dimension must be off the
+# other by more than about a factor of 4: noise on this machine does not get there).
+#   - every rank sees dimension 1 eight times slower than its plan (THEMIS_TEST_BUSY_SCALE=1:8):
+#     at the first window's end (8 calls) every rank revises, to the same rates (one `rates`
+#     event per rank, calls=8, all four alike), dimension 1's factor under half of
+#     dimension 0's; every result, before and after the revision, exact;
+#   - only rank 0 sees it: the agreed means (3 of 4 ranks see the plan) stay within the
+#     threshold, and no rank revises alone (no `rates` event at all);
+#   - every rank sees it, coll_themis_refine_calls 0: no revision.
+# Environment: MPIRUN, THEMIS_BUILDDIR, OMPI_DEFAULT_COMPONENT_DIR.
+set -uo pipefail
+
+# shellcheck source=../common/mpi_env.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../common/mpi_env.sh"
+# shellcheck source=../common/log_events.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../common/log_events.sh"
+OUT=$BUILDDIR/test/mpi/logs/refine
+rm -rf "$OUT" && mkdir -p "$OUT"
+fail() { echo "check_refine: FAIL: $*"; exit 1; }
+
+# run NAME RANKS [mpirun options...]: the benchmark, validated, with dimension 1 seen eight
+# times slower on the ranks whose MPI_COMM_WORLD rank matches the extended regex RANKS; its
+# log is $OUT/NAME.log.
+run() {
+  local name=$1 ranks=$2; shift 2
+  timeout 240 "${MPIRUN_CMD[@]}" -np 4 \
+    --mca coll_themis_dims 2x2 --mca coll_themis_calibration_seconds 0.2 \
+    --mca coll_themis_refine_threshold 1 --mca coll_themis_verbose 1 "$@" \
+    /bin/bash -c '[[ $OMPI_COMM_WORLD_RANK =~ ^('"$ranks"')$ ]] && export THEMIS_TEST_BUSY_SCALE=1:8
+                  exec "$@"' run_refine \
+    "$BUILDDIR/bench/themis-bench" -m 4M:4M -i 20 -x 1 -c --collective allreduce \
+    --impl themis --dims 2x2 >"$OUT/$name.log" 2>&1 || fail "$name: the run failed (log $OUT/$name.log)"
+  grep -q '^# validation: passed' "$OUT/$name.log" || fail "$name: results not validated (log $OUT/$name.log)"
+}
+
+run all_ranks '[0-3]'
+log=$OUT/all_ranks.log
+[ "$(log_count "$log" rates comm=bench_themis calls=8)" = 4 ] ||
+  fail "all_ranks: not every rank revised its rates after 8 calls (log $log)"
+[ "$(log_values "$log" rates dims,factors,calls comm=bench_themis | sort -u | wc -l)" = 1 ] ||
+  fail "all_ranks: the ranks revised to different rates (log $log)"
+factors=$(log_values "$log" rates factors comm=bench_themis | head -n 1)
+awk -v f="$factors" 'BEGIN { split(f, x, ","); exit !(x[2] < x[1] / 2) }' ||
+  fail "all_ranks: factors $factors: dimension 1's not under half of dimension 0's (log $log)"
+
+run rank0_only '0'
+[ "$(log_count "$OUT/rank0_only.log" rates)" = 0 ] ||
+  fail "rank0_only: a revision, though 3 of 4 ranks saw the plan (log $OUT/rank0_only.log)"
+
+run refine_off '[0-3]' --mca coll_themis_refine_calls 0
+[ "$(log_count "$OUT/refine_off.log" rates)" = 0 ] ||
+  fail "refine_off: a revision with coll_themis_refine_calls 0 (log $OUT/refine_off.log)"
+echo "check_refine: passed (all ranks revise alike at call 8 ($factors); one rank alone revises nothing; refine_calls 0 revises nothing)"

@@ -1,0 +1,151 @@
+// Unit tests of src/rate_refiner: the window, the median, the agreement's sums, and when the
+// rates are revised (one dimension off against the others) or not (all alike, a threshold not
+// crossed, a fixed dimension, no evidence).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "rate_refiner.h"
+
+using namespace themis;
+
+namespace {
+
+// A call on two dimensions whose plan assumed `model` bytes/s and which delivered `actual`:
+// each moved 1 MB, so predicted busy = 1e6 / model, measured = 1e6 / actual.
+struct Call {
+    std::vector<double> predicted, measured;
+};
+Call call(std::vector<double> model, std::vector<double> actual) {
+    Call c;
+    for (size_t d = 0; d < model.size(); ++d) {
+        c.predicted.push_back(1e6 / model[d]);
+        c.measured.push_back(1e6 / actual[d]);
+    }
+    return c;
+}
+
+// One rank's window of identical calls; returns its evidence.
+std::vector<double> window_of(RateRefiner &r, const Call &c, int calls) {
+    for (int i = 0; i < calls; ++i) {
+        const bool last = r.count_call(1.0, &c.predicted, &c.measured);
+        EXPECT_EQ(last, i == calls - 1) << i;
+    }
+    return r.evidence();
+}
+
+} // namespace
+
+TEST(RateRefiner, OneDimensionSlowerThanPlannedIsRevisedByItsFactor) {
+    // Planned 100 and 200 MB/s; dimension 1 delivers 50: factors 1 and 0.25.
+    RateRefiner r(2, 4, 0, 0.25, {false, false});
+    const std::vector<double> agreed = window_of(r, call({100e6, 200e6}, {100e6, 50e6}), 4);
+    const std::optional<std::vector<double>> f = r.revise(agreed);
+    ASSERT_TRUE(f.has_value());
+    EXPECT_NEAR((*f)[0], 1.0, 1e-12);
+    EXPECT_NEAR((*f)[1], 0.25, 1e-12);
+}
+
+TEST(RateRefiner, EveryDimensionAlikeRevisesNothing) {
+    // Every stage 20 % slower (a busy core, or every link): the rates' ratios hold.
+    RateRefiner r(2, 4, 0, 0.25, {false, false});
+    const std::vector<double> agreed = window_of(r, call({100e6, 200e6}, {80e6, 160e6}), 4);
+    EXPECT_FALSE(r.revise(agreed).has_value());
+    EXPECT_NEAR(r.last_factors()[0], 0.8, 1e-12);
+    EXPECT_NEAR(r.last_factors()[1], 0.8, 1e-12);
+}
+
+TEST(RateRefiner, ADifferenceUnderTheThresholdRevisesNothing) {
+    // Factors 1 and 0.8: their geometric mean 0.894, each within 12 % of it.
+    RateRefiner r(2, 4, 0, 0.25, {false, false});
+    EXPECT_FALSE(r.revise(window_of(r, call({100e6, 200e6}, {100e6, 160e6}), 4)).has_value());
+    RateRefiner tight(2, 4, 0, 0.1, {false, false});
+    EXPECT_TRUE(
+        tight.revise(window_of(tight, call({100e6, 200e6}, {100e6, 160e6}), 4)).has_value());
+}
+
+TEST(RateRefiner, TheMedianIgnoresAnOutlierCall) {
+    RateRefiner r(2, 5, 0, 0.25, {false, false});
+    const Call normal = call({100e6, 200e6}, {100e6, 200e6}),
+               stalled = call({100e6, 200e6}, {100e6, 10e6});
+    r.count_call(1.0, &normal.predicted, &normal.measured);
+    r.count_call(1.0, &stalled.predicted, &stalled.measured);
+    for (int i = 0; i < 3; ++i) r.count_call(1.0, &normal.predicted, &normal.measured);
+    const std::vector<double> e = r.evidence();
+    EXPECT_NEAR(e[1], 1.0, 1e-12);
+    EXPECT_FALSE(r.revise(e).has_value());
+}
+
+TEST(RateRefiner, RanksAgreeOnTheMeanOfTheirMedians) {
+    // Rank 0 sees dimension 1 at 0.25, rank 1 at 0.35: the sums give 0.30 on both ranks.
+    RateRefiner r0(2, 3, 0, 0.25, {false, false}), r1(2, 3, 0, 0.25, {false, false});
+    std::vector<double> e0 = window_of(r0, call({100e6, 200e6}, {100e6, 50e6}), 3);
+    const std::vector<double> e1 = window_of(r1, call({100e6, 200e6}, {100e6, 70e6}), 3);
+    for (size_t i = 0; i < e0.size(); ++i) e0[i] += e1[i];
+    const auto f0 = r0.revise(e0), f1 = r1.revise(e0);
+    ASSERT_TRUE(f0 && f1);
+    EXPECT_NEAR((*f0)[1], 0.30, 1e-12);
+    EXPECT_EQ(*f0, *f1);
+}
+
+TEST(RateRefiner, CallsWithoutEvidenceCountTowardTheWindow) {
+    // A call run beside others (no evidence) still counts: every rank ends windows alike.
+    RateRefiner r(2, 3, 0, 0.25, {false, false});
+    EXPECT_FALSE(r.count_call(1.0, nullptr, nullptr));
+    EXPECT_FALSE(r.count_call(1.0, nullptr, nullptr));
+    EXPECT_TRUE(r.count_call(1.0, nullptr, nullptr));
+    const std::vector<double> e = r.evidence();
+    EXPECT_EQ(e, std::vector<double>(4, 0.0));
+    EXPECT_FALSE(r.revise(e).has_value());
+    EXPECT_EQ(r.last_factors(), std::vector<double>(2, 1.0));
+}
+
+TEST(RateRefiner, AFixedDimensionKeepsItsRateAndCountsForNothing) {
+    // Dimension 1's rate was given: factor 1 whatever it measured; dimension 0 alone cannot
+    // differ from itself, so nothing is revised.
+    RateRefiner r(2, 2, 0, 0.25, {false, true});
+    EXPECT_FALSE(r.revise(window_of(r, call({100e6, 200e6}, {100e6, 50e6}), 2)).has_value());
+    EXPECT_EQ(r.last_factors()[1], 1.0);
+    // Three dimensions, the third given: the first two still decide.
+    RateRefiner three(3, 2, 0, 0.25, {false, false, true});
+    const auto f =
+        three.revise(window_of(three, call({100e6, 200e6, 50e6}, {100e6, 50e6, 5e6}), 2));
+    ASSERT_TRUE(f.has_value());
+    EXPECT_NEAR((*f)[1], 0.25, 1e-12);
+    EXPECT_EQ((*f)[2], 1.0);
+}
+
+TEST(RateRefiner, AWindowStartsAfresh) {
+    RateRefiner r(2, 2, 0, 0.25, {false, false});
+    r.revise(window_of(r, call({100e6, 200e6}, {100e6, 50e6}), 2));
+    // The next window sees rates as planned: nothing to revise, factors 1.
+    EXPECT_FALSE(r.revise(window_of(r, call({100e6, 200e6}, {100e6, 200e6}), 2)).has_value());
+    EXPECT_NEAR(r.last_factors()[1], 1.0, 1e-12);
+}
+
+TEST(RateRefiner, AWindowLastsAtLeastItsPredictedSeconds) {
+    // 3 calls at least, 1 s of predicted time at least: calls of 0.25 s end it at the 4th.
+    RateRefiner r(2, 3, 1.0, 0.25, {false, false});
+    EXPECT_FALSE(r.count_call(0.25, nullptr, nullptr));
+    EXPECT_FALSE(r.count_call(0.25, nullptr, nullptr));
+    EXPECT_FALSE(r.count_call(0.25, nullptr, nullptr));
+    EXPECT_TRUE(r.count_call(0.25, nullptr, nullptr));
+    r.revise(r.evidence());
+    // Calls of 2 s: the count decides (3 calls).
+    EXPECT_FALSE(r.count_call(2, nullptr, nullptr));
+    EXPECT_FALSE(r.count_call(2, nullptr, nullptr));
+    EXPECT_TRUE(r.count_call(2, nullptr, nullptr));
+}
+
+TEST(RateRefiner, ZeroThresholdNeverRevises) {
+    RateRefiner r(2, 2, 0, 0, {false, false});
+    EXPECT_FALSE(r.revise(window_of(r, call({100e6, 200e6}, {100e6, 10e6}), 2)).has_value());
+}
+
+TEST(RateRefiner, RejectsBadSettings) {
+    EXPECT_THROW(RateRefiner(0, 4, 0, 0.25, {}), std::invalid_argument);
+    EXPECT_THROW(RateRefiner(2, 0, 0, 0.25, {false, false}), std::invalid_argument);
+    EXPECT_THROW(RateRefiner(2, 4, -1, 0.25, {false, false}), std::invalid_argument);
+    EXPECT_THROW(RateRefiner(2, 4, 0, 0.25, {false}), std::invalid_argument);
+}
