@@ -41,6 +41,8 @@
  *                                                 every rank alike:
  *       intercommunicator | negative_priority | single_rank   (when Open MPI asks, before
  *                                                 any call; the others at the set-up)
+ *       nothing_below   slots=LIST                (when Open MPI enables themis) the listed
+ *                                                 slots have no module below
  *       bad_dims        dims=SPEC why=TEXT        coll_themis_dims is malformed
  *       layout          why=TEXT                  the spec does not fit the communicator
  *       other_rank                                another rank declined

@@ -87,6 +87,28 @@ static bool has_previous(const mca_coll_themis_module_t *m)
 #undef HAS
 }
 
+static bool has_any_previous(const mca_coll_themis_module_t *m)
+{
+#define ANY(slot, id) || (m->previous_##slot && m->previous_##slot##_module)
+    return false THEMIS_SLOTS(ANY);
+#undef ANY
+}
+
+/* Says (verbose 1) that themis leaves COMM alone because some of its slots have no module
+ * below (a communicator made for some collectives only, e.g. han's inter-node ones with
+ * their own component list), naming those slots. */
+static void log_partly_below(const mca_coll_themis_module_t *m, struct ompi_communicator_t *comm)
+{
+    char slots[512] = "";
+#define MISSING(slot, id)                                                                      \
+    if (!m->previous_##slot || !m->previous_##slot##_module)                                   \
+        snprintf(slots + strlen(slots), sizeof slots - strlen(slots), "%s%s",                  \
+                 slots[0] ? "," : "", #slot);
+    THEMIS_SLOTS(MISSING)
+#undef MISSING
+    mca_coll_themis_log_event(1, "declined", comm, "reason", "nothing_below", "slots", slots, NULL);
+}
+
 /* Keeps a themis info key on the communicator (Open MPI drops keys nobody subscribed to):
  * valid values (those of the parameter the key overrides) are kept, anything else is dropped.
  * Open MPI calls it when the key is subscribed to (enable) and when MPI_Comm_set_info gives
@@ -147,11 +169,16 @@ static int themis_module_enable(mca_coll_base_module_t *module, struct ompi_comm
     mca_coll_themis_module_t *m = (mca_coll_themis_module_t *) module;
     save_previous(m, comm);
     if (!has_previous(m)) {
-        /* Nothing below us: Open MPI 4.1 needs every slot filled, so themis alone
-         * cannot run. Say what to type instead (once per process). */
+        /* A slot with nothing below us: Open MPI 4.1 needs every slot filled, so themis
+         * cannot take this communicator. Nothing below at all: the user selected themis
+         * alone; say what to type instead (once per process). */
         static bool shown = false;
-        if (!shown && 0 == ompi_comm_rank(comm)) mca_coll_themis_show_help("themis-alone");
-        shown = true;
+        if (has_any_previous(m)) {
+            log_partly_below(m, comm);
+        } else if (!shown && 0 == ompi_comm_rank(comm)) {
+            mca_coll_themis_show_help("themis-alone");
+            shown = true;
+        }
         forget_previous(m);
         return OMPI_ERR_NOT_FOUND;
     }
