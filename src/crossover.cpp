@@ -7,8 +7,10 @@
 namespace themis {
 
 namespace {
-// The call index of a bin's trial at which its ranks agree and decide (crossover.h).
-constexpr int kAgreeCall = 2 + 2 * Crossover::kSamples;
+// The call index of a bin's trial at which its ranks agree and decide (crossover.h): after
+// the untimed first, a run of 1 + kSamples calls on each module.
+constexpr int kRun = 1 + Crossover::kSamples;
+constexpr int kAgreeCall = 1 + 2 * kRun;
 } // namespace
 
 int Crossover::bin_of(size_t bytes) {
@@ -39,11 +41,10 @@ Crossover::Step Crossover::step(int collective, size_t bytes) {
     if (std::optional<Runner> known = decided(collective, bytes)) return {*known, false, false};
     const int call = bin(collective, bytes).calls++;
     if (call == 0) return {Runner::kThemis, false, false};
-    if (call == 1) return {Runner::kBelow, false, false};
     if (call < kAgreeCall) {
-        // Below first in every pair, so that neither runs only after the other's warm-up.
-        const bool below = (call - 2) % 2 == 0;
-        return {below ? Runner::kBelow : Runner::kThemis, true, false};
+        const int in_run = (call - 1) % kRun; // 0: the run's untimed first call
+        const Runner runner = call <= kRun ? Runner::kBelow : Runner::kThemis;
+        return {runner, in_run != 0, false};
     }
     return {Runner::kThemis, false, true}; // the runner is what decide() says
 }

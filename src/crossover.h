@@ -8,9 +8,13 @@
 // powers of two (B bytes: bin floor(log2 B)), and a bin's first calls are its trial:
 //
 //   call 0           themis, not timed: it may set the communicator up, plan, warm buffers
-//   call 1           the module below, not timed: its own first-call costs
-//   calls 2..2S+1    below and themis in turn, each timed (S = kSamples of each)
-//   call 2S+2        first every rank agrees on the trial's times (the largest over the
+//   calls 1..S+1     the module below, back to back (S = kSamples)
+//   calls S+2..2S+2  themis, back to back
+//                    each run's first call is not timed: it pays for the ranks the other
+//                    module's last call left apart (themis's pipeline leaves them further
+//                    apart than a ring does) and for first-call costs; the S after it are
+//                    timed, in the steady state a program calling one module meets
+//   call 2S+3        first every rank agrees on the trial's times (the largest over the
 //                    ranks of each rank's median: a collective ends when its slowest rank
 //                    does, and one late sample, a busy core's, must not decide), then the
 //                    bin is decided for good: themis where its agreed time is the smaller,

@@ -37,19 +37,20 @@ void run_trial(Crossover &c, int collective, size_t bytes, double themis, double
 
 } // namespace
 
-TEST(Crossover, ATrialWarmsBothUpThenTimesEachThreeTimesInTurnThenAgrees) {
+TEST(Crossover, ATrialRunsEachModuleBackToBackTimingAllButItsFirstThenAgrees) {
     Crossover c;
-    const std::vector<Crossover::Step> s = steps(c, kAllreduce, k64K, 9);
-    // Call 0: themis untimed; 1: below untimed; 2-7: below, themis, ... timed; 8: agree.
-    EXPECT_EQ(s[0].runner, Runner::kThemis);
-    EXPECT_EQ(s[1].runner, Runner::kBelow);
-    for (int i = 0; i < 2; ++i) EXPECT_FALSE(s[size_t(i)].timed || s[size_t(i)].agree) << i;
-    for (int i = 2; i < 8; ++i) {
-        EXPECT_TRUE(s[size_t(i)].timed) << i;
+    const std::vector<Crossover::Step> s = steps(c, kAllreduce, k64K, 10);
+    // Call 0: themis untimed; 1-4: below, 1 untimed; 5-8: themis, 5 untimed; 9: agree.
+    const Runner expect[] = {Runner::kThemis, Runner::kBelow,  Runner::kBelow,
+                             Runner::kBelow,  Runner::kBelow,  Runner::kThemis,
+                             Runner::kThemis, Runner::kThemis, Runner::kThemis};
+    const bool timed[] = {false, false, true, true, true, false, true, true, true};
+    for (int i = 0; i < 9; ++i) {
+        EXPECT_EQ(s[size_t(i)].runner, expect[i]) << i;
+        EXPECT_EQ(s[size_t(i)].timed, timed[i]) << i;
         EXPECT_FALSE(s[size_t(i)].agree) << i;
-        EXPECT_EQ(s[size_t(i)].runner, i % 2 == 0 ? Runner::kBelow : Runner::kThemis) << i;
     }
-    EXPECT_TRUE(s[8].agree);
+    EXPECT_TRUE(s[9].agree);
     EXPECT_EQ(std::count_if(s.begin(), s.end(), [](auto x) { return x.timed; }),
               2 * Crossover::kSamples);
     EXPECT_FALSE(c.decided(kAllreduce, k64K).has_value()) << "undecided until decide()";
@@ -93,7 +94,7 @@ TEST(Crossover, ARunnerNeverTimedCountsAsInfinitelySlow) {
     // A rank whose timed runs failed records nothing: its times are infinite, and the
     // agreement (the largest over the ranks) sends the bin below on every rank.
     Crossover c;
-    for (int i = 0; i < 8; ++i) c.step(kAllreduce, k64K);
+    for (int i = 0; i < 9; ++i) c.step(kAllreduce, k64K);
     EXPECT_TRUE(std::isinf(c.trial_times(kAllreduce, k64K).themis));
     EXPECT_EQ(c.decide(kAllreduce, k64K, c.trial_times(kAllreduce, k64K)), Runner::kBelow);
 }
@@ -122,6 +123,7 @@ TEST(Crossover, BinsArePowersOfTwoPerCollective) {
     // 64 KiB and 128 KiB - 1 share a bin: the second size's first call is the trial's second.
     EXPECT_EQ(c.step(kAllreduce, k64K).runner, Runner::kThemis);
     EXPECT_EQ(c.step(kAllreduce, 2 * k64K - 1).runner, Runner::kBelow);
+    EXPECT_TRUE(c.step(kAllreduce, 2 * k64K - 1).timed) << "the trial's third call is timed";
     // 128 KiB, and allgather's 64 KiB, start trials of their own.
     EXPECT_EQ(c.step(kAllreduce, 2 * k64K).runner, Runner::kThemis);
     EXPECT_EQ(c.step(kAllgather, k64K).runner, Runner::kThemis);
