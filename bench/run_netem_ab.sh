@@ -14,7 +14,8 @@
 # setting, e.g. "--mca coll_themis_chunks 128"; either may be empty), NET_A, NET_B
 # (more `netem.py up` options of each setting, e.g. "--mtu 1500"), ROUNDS [3],
 # SIZES [16M:16M], ITERS [5], COLLS [allreduce,reduce_scatter_block,allgather],
-# QUEUE_MS [20], MTU [9000], TIMEOUT [600] seconds per run, TOPO [<build>/netem.topo]:
+# QUEUE_MS [20], MTU [9000], TIMEOUT [600] seconds per run, LOAD [0] busy loops (a CPU load
+# beside the jobs, for the whole comparison), TOPO [<build>/netem.topo]:
 # after every `up`, `netem.py topo-file` writes the network's coll_themis_topo_file there,
 # so a setting can be dims=auto as a user would run it, e.g.
 #   B="--mca coll_themis_dims auto --mca coll_themis_topo_file build/netem.topo"
@@ -33,18 +34,24 @@ COLLS=${COLLS:-allreduce,reduce_scatter_block,allgather}
 QUEUE_MS=${QUEUE_MS:-20}
 MTU=${MTU:-9000}
 TIMEOUT=${TIMEOUT:-600}
+LOAD=${LOAD:-0}
 NETEM=bench/netem/netem.py
 build=$(python3 "$NETEM" ompi build) || exit 1
 TOPO=${TOPO:-$build/netem.topo}
 
-trap 'python3 "$NETEM" down >/dev/null 2>&1 || true' EXIT
+loops=()
+trap 'kill "${loops[@]}" 2>/dev/null; python3 "$NETEM" down >/dev/null 2>&1 || true' EXIT
+for _ in $(seq 1 "$LOAD"); do
+  bash -c 'while :; do :; done' &
+  loops+=($!)
+done
 python3 "$NETEM" check >/dev/null || exit 77
 up() {  # shellcheck disable=SC2086  # $1 is a list of options
   python3 "$NETEM" up --dims "$SPEC" --mode hosts --queue-ms "$QUEUE_MS" --mtu "$MTU" $1 >/dev/null || exit 1
   python3 "$NETEM" topo-file >"$TOPO" || exit 1
 }
 up "$NET_A"
-echo "# $SPEC, $COLLS, $SIZES, $ITERS iterations; per collective: util% / avg ms"
+echo "# $SPEC, $COLLS, $SIZES, $ITERS iterations, $LOAD busy loops beside; per collective: util% / avg ms"
 for round in $(seq 1 "$ROUNDS"); do
   for setting in A B; do
     net=NET_$setting
