@@ -1,7 +1,6 @@
 // crossover.cpp: the trial schedule of crossover.h, and the decision.
 #include "crossover.h"
 
-#include <algorithm>
 #include <stdexcept>
 
 namespace themis {
@@ -49,23 +48,17 @@ Crossover::Step Crossover::step(int collective, size_t bytes) {
     return {Runner::kThemis, false, true}; // the runner is what decide() says
 }
 
-double Crossover::Samples::median() const {
-    // Unfilled samples are infinite and sort last.
-    std::array<double, kSamples> sorted = seconds;
-    std::sort(sorted.begin(), sorted.end());
-    return sorted[size_t(count / 2)];
-}
-
 void Crossover::record(int collective, size_t bytes, Runner runner, double seconds) {
     Bin &b = bin(collective, bytes);
     Samples &s = runner == Runner::kThemis ? b.themis : b.below;
     if (s.count == kSamples) throw std::logic_error("crossover: more samples than the trial takes");
-    s.seconds[size_t(s.count++)] = seconds;
+    s.sum += seconds;
+    ++s.count;
 }
 
 Crossover::Times Crossover::trial_times(int collective, size_t bytes) const {
     const Bin &b = bin(collective, bytes);
-    return {b.themis.median(), b.below.median()};
+    return {b.themis.mean(), b.below.mean()};
 }
 
 Crossover::Runner Crossover::decide(int collective, size_t bytes, Times agreed) {

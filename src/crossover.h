@@ -15,8 +15,10 @@
 //                    apart than a ring does) and for first-call costs; the S after it are
 //                    timed, in the steady state a program calling one module meets
 //   call 2S+3        first every rank agrees on the trial's times (the largest over the
-//                    ranks of each rank's median: a collective ends when its slowest rank
-//                    does, and one late sample, a busy core's, must not decide), then the
+//                    ranks of each rank's mean over its run: a collective ends when its
+//                    slowest rank does; within a run, what one call's skew takes from one
+//                    rank's time it adds to the next call's, so the mean holds where single
+//                    calls, a median's, do not), then the
 //                    bin is decided for good: themis where its agreed time is the smaller,
 //                    the module below otherwise.
 //
@@ -51,8 +53,8 @@ class Crossover {
         bool agree; // before running: agree on trial_times() and decide() the bin
     };
 
-    // Each runner's time in a bin's trial, in seconds: the median of its samples (the
-    // larger middle one of an even count); infinity without one.
+    // Each runner's time in a bin's trial, in seconds: the mean of its timed calls;
+    // infinity without one.
     struct Times {
         double themis, below;
     };
@@ -79,10 +81,9 @@ class Crossover {
     static constexpr int kBins = 22; // log2 of kCeilingBytes
     static constexpr double kNone = std::numeric_limits<double>::infinity();
     struct Samples {
-        Samples() { seconds.fill(kNone); }
-        std::array<double, kSamples> seconds;
+        double sum = 0;
         int count = 0;
-        double median() const;
+        double mean() const { return count ? sum / count : kNone; }
     };
     struct Bin {
         int calls = 0;
