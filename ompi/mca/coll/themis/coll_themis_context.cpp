@@ -160,6 +160,12 @@ void Context::begin(Call &call, bool nonblocking) {
 
 void Context::start(Call &call) { begin(call, true); }
 
+bool agree_doubles(mca_coll_themis_module_t *m, const double *in, double *out, int n,
+                   ompi_op_t *op) {
+    return m->previous_allreduce(in, out, n, &ompi_mpi_double.dt, op, m->comm,
+                                 m->previous_allreduce_module) == OMPI_SUCCESS;
+}
+
 bool Context::run(Call &call) {
     // Evidence for the refiner only from a call alone on the engine: the dimensions' busy
     // time is then this call's.

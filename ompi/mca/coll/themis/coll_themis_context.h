@@ -181,6 +181,11 @@ Context *context_of(const mca_coll_themis_module_t *module);
 // Set-up's agreement: true on every rank when `ok` is true on every rank (collective).
 bool all_agree(mca_coll_themis_module_t *m, ompi_communicator_t *comm, bool ok);
 
+// A running communicator's agreement (collective, from a blocking call on it): `n` doubles
+// reduced by `op` into `out` through the module below's allreduce; false if it failed.
+bool agree_doubles(mca_coll_themis_module_t *m, const double *in, double *out, int n,
+                   ompi_op_t *op);
+
 // Prints a failure inside a themis collective and turns it into an Open MPI error code.
 int report_failure(const char *collective, const std::exception &e);
 

@@ -29,9 +29,8 @@ Crossover::Times agreed_times(mca_coll_themis_module_t *m, const Crossover &cros
                               int collective, size_t bytes) {
     const Crossover::Times mine = crossover.trial_times(collective, bytes);
     double in[2] = {mine.themis, mine.below}, out[2] = {0, 0};
-    const int rc = m->previous_allreduce(in, out, 2, &ompi_mpi_double.dt, &ompi_mpi_op_max.op,
-                                         m->comm, m->previous_allreduce_module);
-    if (rc != OMPI_SUCCESS) return {std::numeric_limits<double>::infinity(), 0};
+    if (!agree_doubles(m, in, out, 2, &ompi_mpi_op_max.op))
+        return {std::numeric_limits<double>::infinity(), 0};
     return {out[0], out[1]};
 }
 

@@ -251,15 +251,15 @@ template <class C> struct Entry {
         if (!crossover_measured()) return on_themis(m, *ctx, a, device);
         const size_t bytes = C::bytes(a, comm);
         const Crossover::Step step = crossover_step(m, C::slot, bytes);
-        const auto start = std::chrono::steady_clock::now();
+        using clock = std::chrono::steady_clock;
+        const clock::time_point start = step.timed ? clock::now() : clock::time_point();
         const int rc = step.runner == Crossover::Runner::kThemis
                            ? on_themis(m, *ctx, a, device)
                            : below(m, a, comm, name(kBlocking), device, nullptr);
         crossover_test_delay(step.runner);
         if (step.timed && rc == OMPI_SUCCESS)
-            crossover_record(
-                m, C::slot, bytes, step.runner,
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+            crossover_record(m, C::slot, bytes, step.runner,
+                             std::chrono::duration<double>(clock::now() - start).count());
         return rc;
     }
 

@@ -70,11 +70,9 @@ void refine_rates(mca_coll_themis_module_t *m, Context &ctx) {
     const std::vector<double> &mine = ctx.rate_evidence();
     thread_local std::vector<double> sums; // its room kept: nothing allocated once warm
     sums.assign(mine.size(), 0.0);
-    const int rc =
-        m->previous_allreduce(mine.data(), sums.data(), int(mine.size()), &ompi_mpi_double.dt,
-                              &ompi_mpi_op_sum.op, m->comm, m->previous_allreduce_module);
     // A failed agreement revises nothing here; Open MPI's error handler has the last word.
-    if (rc != OMPI_SUCCESS) sums.assign(mine.size(), 0.0);
+    if (!agree_doubles(m, mine.data(), sums.data(), int(mine.size()), &ompi_mpi_op_sum.op))
+        sums.assign(mine.size(), 0.0);
     ctx.revise_rates(sums);
 }
 
