@@ -36,7 +36,8 @@ run() {
   grep -q '^# validation: passed' "$OUT/$name.log" || fail "$name: results not validated (log $OUT/$name.log)"
 }
 
-run all_ranks '[0-3]'
+cal=$OUT/rates.cal
+run all_ranks '[0-3]' --mca coll_themis_calibration_file "$cal"
 log=$OUT/all_ranks.log
 [ "$(log_count "$log" rates comm=bench_themis calls=8)" = 4 ] ||
   fail "all_ranks: not every rank revised its rates after 8 calls (log $log)"
@@ -45,6 +46,15 @@ log=$OUT/all_ranks.log
 factors=$(log_values "$log" rates factors comm=bench_themis | head -n 1)
 awk -v f="$factors" 'BEGIN { split(f, x, ","); exit !(x[2] < x[1] / 2) }' ||
   fail "all_ranks: factors $factors: dimension 1's not under half of dimension 0's (log $log)"
+revised=$(log_values "$log" rates dims comm=bench_themis | head -n 1)
+kept=$(awk 'NR > 1 { print $2 }' "$cal")
+[ "$kept" = "$revised" ] ||
+  fail "all_ranks: the calibration file holds '$kept', not the revised rates '$revised' ($cal)"
+
+run from_file 'none' --mca coll_themis_calibration_file "$cal"
+log=$OUT/from_file.log
+[ "$(log_values "$log" selected dims,bw_source comm=bench_themis | sort -u)" = "$revised|cached,cached" ] ||
+  fail "from_file: the job after did not start from the revised rates $revised (log $log)"
 
 run rank0_only '0'
 [ "$(log_count "$OUT/rank0_only.log" rates)" = 0 ] ||
@@ -53,4 +63,4 @@ run rank0_only '0'
 run refine_off '[0-3]' --mca coll_themis_refine_calls 0
 [ "$(log_count "$OUT/refine_off.log" rates)" = 0 ] ||
   fail "refine_off: a revision with coll_themis_refine_calls 0 (log $OUT/refine_off.log)"
-echo "check_refine: passed (all ranks revise alike at call 8 ($factors); one rank alone revises nothing; refine_calls 0 revises nothing)"
+echo "check_refine: passed (all ranks revise alike at call 8 ($factors), kept for the next job; one rank alone revises nothing; refine_calls 0 revises nothing)"

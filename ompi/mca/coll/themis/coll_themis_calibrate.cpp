@@ -184,6 +184,7 @@ CalibratedTopology calibrated_topology(mca_coll_themis_module_t *m, ompi_communi
         rates = result.dims;
     }
     calibrated_layouts.store(key, rates);
+    out.kept = {key, file_key};
     out.topology = with_measured_rates(given, rates, bw_given, lat_given, fill_given);
     for (int d : measured) {
         if (!bw_given) out.bandwidth_source[d] = source;
@@ -193,6 +194,13 @@ CalibratedTopology calibrated_topology(mca_coll_themis_module_t *m, ompi_communi
     if (use_file && source == RateSource::Measured)
         store_in_file(comm, out.topology, file_key, out.note);
     return out;
+}
+
+void keep_revised_rates(ompi_communicator_t *comm, const RatesKept &kept, const Topology &revised) {
+    if (kept.memo_key.empty()) return;
+    calibrated_layouts.store(kept.memo_key, rates_of(revised));
+    std::string note;
+    if (!kept.file_key.empty()) store_in_file(comm, revised, kept.file_key, note);
 }
 
 void describe_rates(const CalibratedTopology &t, LogEvent &event) {

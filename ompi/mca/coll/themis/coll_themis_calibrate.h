@@ -27,6 +27,12 @@
 
 namespace themis {
 
+// Where measured or cached rates are kept: this process's memory (process_key()) and the
+// calibration file's key ("" without a file); both "" for given or default rates.
+struct RatesKept {
+    std::string memo_key, file_key;
+};
+
 struct CalibratedTopology {
     Topology topology;
     std::vector<RateSource> bandwidth_source, latency_source, fill_source; // per dimension
@@ -34,6 +40,7 @@ struct CalibratedTopology {
     double connect_seconds = 0; // of which connecting to the peers (first exchange)
     uint64_t bytes_sent = 0;    // this rank's bytes sent measuring
     std::string note;           // why the defaults were kept, or a cache problem; "" if none
+    RatesKept kept;
 };
 
 // Collective over `comm`. Measures over `transport` with the exchanged bytes in `buffers`
@@ -43,6 +50,12 @@ CalibratedTopology calibrated_topology(mca_coll_themis_module_t *m, ompi_communi
                                        const RankLayout &layout, int position, Transport &transport,
                                        Memory *buffers, const std::string &transport_name,
                                        const std::vector<std::string> &host_at_position);
+
+// Rates revised at run time (coll_themis_refine.h), on every rank of `comm` alike: they
+// replace the measured or cached ones where `kept` says, so that later communicators of this
+// layout and later jobs (coll_themis_calibration_file) start from them. A file that cannot
+// be written is reported once, as after a measurement; the job runs on.
+void keep_revised_rates(ompi_communicator_t *comm, const RatesKept &kept, const Topology &revised);
 
 // The processes at each position of `layout` (and the dimensions' shapes) with
 // `transport_name`: what a measurement made in this process stays valid for.

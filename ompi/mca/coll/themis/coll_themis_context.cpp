@@ -209,6 +209,7 @@ void Context::revise_rates(const std::vector<double> &agreed) {
         .add("why", "the dimensions' busy time against their plans differed by more than "
                     "coll_themis_refine_threshold")
         .emit(1, comm_);
+    keep_revised_rates(comm_, rates_kept_, layout_.topology);
 }
 
 bool Context::drive(Call &call) {

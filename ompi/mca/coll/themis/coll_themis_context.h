@@ -15,6 +15,7 @@
 #include <string>
 
 #include "coll_themis.h"
+#include "coll_themis_calibrate.h"
 #include "coll_themis_call.h"
 #include "coll_themis_params.h"
 #include "crossover.h"
@@ -78,7 +79,8 @@ class Context {
     // This rank's evidence of the window that just ended (rate_refiner.h).
     const std::vector<double> &rate_evidence() { return refiner_->evidence(); }
     // The ranks' summed evidence: revises the rates the plans are made from where they are
-    // off (verbose 1: event "rates"), the same on every rank.
+    // off (verbose 1: event "rates"), the same on every rank, and keeps them where the
+    // measured ones were kept (keep_revised_rates()).
     void revise_rates(const std::vector<double> &agreed);
     // Starts a prepared call and returns at once (a nonblocking call); collectives in flight
     // together share the dimensions' queues in start order (engine.h), and each is planned
@@ -145,6 +147,7 @@ class Context {
     PlanCache cache_;
     // The rate refinement (coll_themis_refine.h): none where no measured rate can be revised.
     std::unique_ptr<RateRefiner> refiner_;
+    RatesKept rates_kept_; // where the revised rates replace the measured ones
     std::vector<double> busy_before_, busy_measured_; // per dimension, around a blocking call
     long refined_calls_ = 0;                          // blocking calls the refiner counted
     std::ofstream trace_; // open: every call's stage timings are appended

@@ -288,6 +288,7 @@ void Context::calibrate(mca_coll_themis_module_t *m, const std::vector<std::stri
     engine_ = std::make_unique<Engine>(layout_.topology, engine_transport, memory_,
                                        params().max_active, params().max_active_bytes);
     refiner_ = make_refiner(m, comm_, rates);
+    rates_kept_ = rates.kept;
     busy_before_.assign(size_t(layout_.topology.num_dims()), 0.0);
     busy_measured_ = busy_before_;
     std::string levels;
