@@ -20,13 +20,17 @@ RateRefiner::RateRefiner(int dims, int window, double min_window_seconds, double
 
 bool RateRefiner::count_call(double seconds, const std::vector<double> *predicted,
                              const std::vector<double> *measured) {
-    if (predicted && measured)
-        for (int d = 0; d < dims_; ++d) {
-            const double p = (*predicted)[size_t(d)], m = (*measured)[size_t(d)];
-            if (p > 0 && m > 0) ratios_[size_t(d)].push_back(p / m);
-        }
+    if (predicted && measured) add_evidence(*predicted, *measured);
     seconds_ += seconds;
     return ++calls_ >= window_ && seconds_ >= min_window_seconds_;
+}
+
+void RateRefiner::add_evidence(const std::vector<double> &predicted,
+                               const std::vector<double> &measured) {
+    for (int d = 0; d < dims_; ++d) {
+        const double p = predicted[size_t(d)], m = measured[size_t(d)];
+        if (p > 0 && m > 0) ratios_[size_t(d)].push_back(p / m);
+    }
 }
 
 const std::vector<double> &RateRefiner::evidence() {

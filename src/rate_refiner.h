@@ -2,10 +2,10 @@
 // own calls measure, so that rates measured once at set-up (under whatever load the machine
 // and the fabric had then) do not steer the whole job.
 //
-// Evidence: a blocking call run alone on the engine gives, per dimension d, the time its
-// plan predicted d busy (Plan::busy, from the rates in force) and the time d was measured
-// busy (a stage of it running here); their ratio, predicted / measured, is the factor by
-// which d's rate is off (1: right; 0.5: d delivers half of what the plan assumes).
+// Evidence: a call run alone on the engine (and, nonblocking, driven all along) gives, per
+// dimension d, the time its plan predicted d busy (Plan::busy, from the rates in force) and the
+// time d was measured busy (a stage of it running here); their ratio, predicted / measured, is the
+// factor by which d's rate is off (1: right; 0.5: d delivers half of what the plan assumes).
 //
 // A window ends with the call that makes it hold at least `window` calls and at least
 // `min_window_seconds` of their predicted time (the agreement costs a small allreduce: a
@@ -34,12 +34,16 @@ class RateRefiner {
     RateRefiner(int dims, int window, double min_window_seconds, double threshold,
                 std::vector<bool> fixed);
 
-    // A blocking call predicted to take `seconds`: its evidence where there is some (per
-    // dimension predicted and measured busy seconds; a dimension measured 0 gives none), or
-    // none. True when the call ends a window: the ranks then agree on evidence() and call
-    // revise().
+    // A call predicted to take `seconds`, counted as it starts: its evidence where there is
+    // some (per dimension predicted and measured busy seconds; a dimension measured 0 gives
+    // none), or none. True when the call ends a window: the ranks then agree on evidence()
+    // and call revise().
     bool count_call(double seconds, const std::vector<double> *predicted,
                     const std::vector<double> *measured);
+    // Evidence of a call counted earlier (a nonblocking call, known when it completes): it
+    // joins the window open now. Windows end by counts alone, the same on every rank; which
+    // window a rank's evidence falls in may differ, and changes only which agreement sums it.
+    void add_evidence(const std::vector<double> &predicted, const std::vector<double> &measured);
 
     // This rank's evidence of the window, to be summed over the ranks element by element:
     // per dimension its median ratio (0 without one), then per dimension 1 or 0 (whether it

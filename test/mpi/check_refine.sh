@@ -7,6 +7,9 @@
 #     at the first window's end (8 calls) every rank revises, to the same rates (one `rates`
 #     event per rank, calls=8, all four alike), dimension 1's factor under half of
 #     dimension 0's; every result, before and after the revision, exact;
+#   - the same with nonblocking calls only (16 MiB MPI_Iallreduce then MPI_Wait, no blocking call:
+#     the window ends with a nonblocking call, whose agreement the calls after it wait for):
+#     every rank revises alike at call 8, every result exact;
 #   - only rank 0 sees it: the agreed means (3 of 4 ranks see the plan) stay within the
 #     threshold, and no rank revises alone (no `rates` event at all);
 #   - every rank sees it, coll_themis_refine_calls 0: no revision.
@@ -21,9 +24,10 @@ OUT=$BUILDDIR/test/mpi/logs/refine
 rm -rf "$OUT" && mkdir -p "$OUT"
 fail() { echo "check_refine: FAIL: $*"; exit 1; }
 
-# run NAME RANKS [mpirun options...]: the benchmark, validated, with dimension 1 seen eight
-# times slower on the ranks whose MPI_COMM_WORLD rank matches the extended regex RANKS; its
-# log is $OUT/NAME.log.
+# run NAME RANKS [mpirun options...]: the benchmark (with the options in the array bench,
+# if any), validated, with dimension 1 seen eight times slower on the ranks whose
+# MPI_COMM_WORLD rank matches the extended regex RANKS; its log is $OUT/NAME.log.
+bench=()
 run() {
   local name=$1 ranks=$2; shift 2
   timeout 240 "${MPIRUN_CMD[@]}" -np 4 \
@@ -32,12 +36,13 @@ run() {
     /bin/bash -c '[[ $OMPI_COMM_WORLD_RANK =~ ^('"$ranks"')$ ]] && export THEMIS_TEST_BUSY_SCALE=1:8
                   exec "$@"' run_refine \
     "$BUILDDIR/bench/themis-bench" -m 4M:4M -i 20 -x 1 -c --collective allreduce \
-    --impl themis --dims 2x2 >"$OUT/$name.log" 2>&1 || fail "$name: the run failed (log $OUT/$name.log)"
+    --impl themis --dims 2x2 "${bench[@]}" >"$OUT/$name.log" 2>&1 || fail "$name: the run failed (log $OUT/$name.log)"
   grep -q '^# validation: passed' "$OUT/$name.log" || fail "$name: results not validated (log $OUT/$name.log)"
 }
 
-cal=$OUT/rates.cal
-run all_ranks '[0-3]' --mca coll_themis_calibration_file "$cal"
+# The file's key names the node transport, chosen by measurement unless pinned.
+cal=$OUT/rates.cal kept_in=(--mca coll_themis_calibration_file "$cal" --mca coll_themis_node_transport transport)
+run all_ranks '[0-3]' "${kept_in[@]}"
 log=$OUT/all_ranks.log
 [ "$(log_count "$log" rates comm=bench_themis calls=8)" = 4 ] ||
   fail "all_ranks: not every rank revised its rates after 8 calls (log $log)"
@@ -51,10 +56,24 @@ kept=$(awk 'NR > 1 { print $2 }' "$cal")
 [ "$kept" = "$revised" ] ||
   fail "all_ranks: the calibration file holds '$kept', not the revised rates '$revised' ($cal)"
 
-run from_file 'none' --mca coll_themis_calibration_file "$cal"
+run from_file 'none' "${kept_in[@]}"
 log=$OUT/from_file.log
 [ "$(log_values "$log" selected dims,bw_source comm=bench_themis | sort -u)" = "$revised|cached,cached" ] ||
   fail "from_file: the job after did not start from the revised rates $revised (log $log)"
+
+# 16 MiB: long enough that the scheduler's gaps between polls (up to 5 ms on 2 cores) leave
+# most calls driven all along (coll_themis_refine.h).
+bench=(--nonblocking buckets --buckets 1 --compute-factor 0 -m 16M:16M)
+run nonblocking '[0-3]'
+log=$OUT/nonblocking.log
+[ "$(log_count "$log" rates comm=bench_themis calls=8)" = 4 ] ||
+  fail "nonblocking: not every rank revised its rates after 8 nonblocking calls (log $log)"
+[ "$(log_values "$log" rates dims,factors,calls comm=bench_themis | sort -u | wc -l)" = 1 ] ||
+  fail "nonblocking: the ranks revised to different rates (log $log)"
+nb_factors=$(log_values "$log" rates factors comm=bench_themis | head -n 1)
+awk -v f="$nb_factors" 'BEGIN { split(f, x, ","); exit !(x[2] < x[1] / 2) }' ||
+  fail "nonblocking: factors $nb_factors: dimension 1's not under half of dimension 0's (log $log)"
+bench=()
 
 run rank0_only '0'
 [ "$(log_count "$OUT/rank0_only.log" rates)" = 0 ] ||
@@ -63,4 +82,4 @@ run rank0_only '0'
 run refine_off '[0-3]' --mca coll_themis_refine_calls 0
 [ "$(log_count "$OUT/refine_off.log" rates)" = 0 ] ||
   fail "refine_off: a revision with coll_themis_refine_calls 0 (log $OUT/refine_off.log)"
-echo "check_refine: passed (all ranks revise alike at call 8 ($factors), kept for the next job; one rank alone revises nothing; refine_calls 0 revises nothing)"
+echo "check_refine: passed (all ranks revise alike at call 8 ($factors), kept for the next job; nonblocking calls alike ($nb_factors); one rank alone revises nothing; refine_calls 0 revises nothing)"

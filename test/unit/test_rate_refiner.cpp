@@ -149,3 +149,23 @@ TEST(RateRefiner, RejectsBadSettings) {
     EXPECT_THROW(RateRefiner(2, 4, -1, 0.25, {false, false}), std::invalid_argument);
     EXPECT_THROW(RateRefiner(2, 4, 0, 0.25, {false}), std::invalid_argument);
 }
+
+TEST(RateRefiner, EvidenceOfACallCountedEarlierJoinsTheOpenWindow) {
+    // Nonblocking calls are counted as they start and give their evidence as they complete:
+    // three counted without, then the evidence of two of them, revises dimension 1.
+    RateRefiner r(2, 3, 0, 0.25, {false, false});
+    const Call slow = call({100e6, 200e6}, {100e6, 50e6});
+    EXPECT_FALSE(r.count_call(1.0, nullptr, nullptr));
+    EXPECT_FALSE(r.count_call(1.0, nullptr, nullptr));
+    r.add_evidence(slow.predicted, slow.measured);
+    EXPECT_TRUE(r.count_call(1.0, nullptr, nullptr));
+    r.add_evidence(slow.predicted, slow.measured);
+    const std::vector<double> e = r.evidence();
+    EXPECT_EQ(e[2], 1.0); // one rank's median per dimension, counted once
+    const auto f = r.revise(e);
+    ASSERT_TRUE(f.has_value());
+    EXPECT_NEAR((*f)[1], 0.25, 1e-12);
+    // Evidence arriving after the agreement lands in the next window.
+    r.add_evidence(slow.predicted, slow.measured);
+    EXPECT_EQ(r.evidence()[3], 1.0);
+}

@@ -71,6 +71,9 @@ void Call::retain(ompi_communicator_t *comm) {
 bool Call::progress() {
     if (held_ && !launched_.load(std::memory_order_acquire)) return false;
     switch (state_) {
+    case State::Waiting:
+        if (!context_->release_waiting(*this)) return false;
+        [[fallthrough]]; // started on themis
     case State::Themis:
         if (!context_->drive(*this)) return false;
         results_out();

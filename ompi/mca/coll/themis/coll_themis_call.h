@@ -12,6 +12,8 @@
 //   held       a nonblocking call that came while its communicator's set-up runs; when the
 //              set-up ends it is launched into one of the states above, in MPI order
 //              (coll_themis_setup_task.h)
+//   waiting    prepared for themis, started while the agreement of the rates' revision is in
+//              flight: on themis when it completes, in MPI order (coll_themis_refine.h)
 //
 // A blocking call runs to its end inside the entry point; the others are handed to the
 // progress loop, which completes their request (coll_themis_request.h). A blocking call
@@ -116,7 +118,7 @@ class Call {
 
   private:
     friend class Context;
-    enum class State { Blank, Held, Themis, Below, Finished };
+    enum class State { Blank, Held, Waiting, Themis, Below, Finished };
     // copy_out, temp, then the added steps: once.
     void results_out();
 

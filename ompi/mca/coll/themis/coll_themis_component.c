@@ -154,9 +154,9 @@ static const themis_param_t themis_params[] = {
              "measure, use the defaults"},
     {.name = "refine_calls", FIELD(refine_calls), .level = OPAL_INFO_LVL_5,
      .default_value = 8, RANGE(0, 1000000),
-     .help = "Blocking calls per window of the rate refinement: every window the ranks agree "
-             "on how busy each dimension measured against its plan, and revise measured "
-             "rates that are off (coll_themis_refine_threshold); 0 = never"},
+     .help = "Calls on themis (blocking or not) per window of the rate refinement: every "
+             "window the ranks agree on how busy each dimension measured against its plan, "
+             "and revise measured rates that are off (coll_themis_refine_threshold); 0 = never"},
     {.name = "refine_threshold", FIELD(refine_threshold), .level = OPAL_INFO_LVL_5,
      .default_value = 0.25, RANGE(0, 100),
      .help = "How far one dimension's measured rate may be off relative to the others' (a "

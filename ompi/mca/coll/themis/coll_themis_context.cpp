@@ -2,12 +2,15 @@
 // its engine, the trace (set-up itself: coll_themis_setup.cpp).
 #include "coll_themis_context.h"
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
 
+#include "opal/runtime/opal_progress.h"
 #include "opal/util/info.h"
 #include "opal/util/output.h"
 #include "coll_themis_call.h"
@@ -35,6 +38,10 @@ Context::Context(ompi_communicator_t *comm, RankLayout layout)
       cache_(static_cast<size_t>(params().plan_cache_size)) {}
 
 Context::~Context() {
+    // An agreement still in flight writes into agreement_out_: every rank started it with the
+    // call that ended the window, so it completes.
+    while (agreement_ && !REQUEST_COMPLETE(agreement_)) opal_progress();
+    if (agreement_) ompi_request_free(&agreement_);
     pool_.clear(); // its calls' executions belong to the engine
     engine_.reset();
     device_transport_.reset();
@@ -125,6 +132,7 @@ void Context::pool_back(std::unique_ptr<Call> call) {
 
 void Context::begin(Call &call, bool nonblocking) {
     std::lock_guard<std::recursive_mutex> hold(engine_lock_);
+    sole_ = nullptr; // a call in flight beside another gives no evidence
     const size_t misses = cache_.misses();
     PlanRequest &req = call.request;
     if (settings_.carry_load) req.carried_load = carried_load_;
@@ -158,7 +166,100 @@ void Context::begin(Call &call, bool nonblocking) {
     engine_->start(*call.execution_, std::move(plan), call.work, call.reducer(), options);
 }
 
-void Context::start(Call &call) { begin(call, true); }
+void Context::start(Call &call) {
+    std::lock_guard<std::recursive_mutex> hold(engine_lock_);
+    poll_agreement();
+    if (agreement_) { // every rank plans the calls after the window's last from its result
+        call.context_ = this;
+        call.state_ = Call::State::Waiting;
+        waiting_.push_back(&call);
+        return;
+    }
+    begin_nonblocking(call);
+}
+
+void Context::begin_nonblocking(Call &call) {
+    const bool alone = refiner_ && engine_->in_flight() == 0;
+    begin(call, true);
+    if (!refiner_) return;
+    ++refined_calls_;
+    const Plan &plan = *call.execution_->plan();
+    if (alone) { // its evidence when it completes, if nothing else starts meanwhile
+        sole_ = &call;
+        sole_busy_before_ = busy_now();
+        sole_last_drive_ = std::chrono::steady_clock::now();
+        sole_longest_gap_ = 0;
+    }
+    if (!refiner_->count_call(plan.predicted_time, nullptr, nullptr)) return;
+    agreement_in_ = refiner_->evidence();
+    agreement_out_.assign(agreement_in_.size(), 0.0);
+    agreement_ =
+        start_agreement_(agreement_in_.data(), agreement_out_.data(), int(agreement_in_.size()));
+    if (!agreement_) revise_rates(agreement_out_); // failed to start: nothing revised
+}
+
+void Context::poll_agreement() {
+    if (!agreement_ || !REQUEST_COMPLETE(agreement_)) return;
+    const bool ok = agreement_->req_status.MPI_ERROR == OMPI_SUCCESS;
+    ompi_request_free(&agreement_);
+    agreement_ = nullptr;
+    // A failed agreement revises nothing here; Open MPI's error handler has the last word.
+    if (!ok) agreement_out_.assign(agreement_out_.size(), 0.0);
+    revise_rates(agreement_out_);
+    // The calls that waited, in the order they came (one may end the next window).
+    size_t next = 0;
+    while (!agreement_ && next < waiting_.size()) begin_nonblocking(*waiting_[next++]);
+    waiting_.erase(waiting_.begin(), waiting_.begin() + long(next));
+}
+
+bool Context::release_waiting(Call &call) {
+    std::unique_lock<std::recursive_mutex> hold(engine_lock_, std::try_to_lock);
+    if (!hold.owns_lock()) return false; // the thread that holds it polls the agreement
+    poll_agreement();
+    return call.state_ != Call::State::Waiting;
+}
+
+void Context::finish_agreement() {
+    for (;;) {
+        {
+            std::lock_guard<std::recursive_mutex> hold(engine_lock_);
+            poll_agreement();
+            if (!agreement_) return;
+        }
+        opal_progress();
+    }
+}
+
+const std::vector<double> &Context::busy_now() {
+    busy_now_.resize(size_t(layout_.topology.num_dims()));
+    for (size_t d = 0; d < busy_now_.size(); ++d) busy_now_[d] = engine_->busy_seconds(int(d));
+    return busy_now_;
+}
+
+const std::vector<double> &Context::busy_since(const std::vector<double> &before) {
+    busy_measured_ = busy_now();
+    for (size_t d = 0; d < busy_measured_.size(); ++d) busy_measured_[d] -= before[d];
+    // Tests (check_refine.sh): a dimension slower than its rates, seen by this rank.
+    const int dims = int(busy_measured_.size());
+    if (test_hooks().busy_scale_dim >= 0 && test_hooks().busy_scale_dim < dims)
+        busy_measured_[size_t(test_hooks().busy_scale_dim)] *= test_hooks().busy_scale;
+    return busy_measured_;
+}
+
+void Context::watch_sole(Call &call, bool done) {
+    const auto now = std::chrono::steady_clock::now();
+    sole_longest_gap_ =
+        std::max(sole_longest_gap_, std::chrono::duration<double>(now - sole_last_drive_).count());
+    sole_last_drive_ = now;
+    if (!done) return;
+    sole_ = nullptr;
+    const Plan &plan = *call.execution_->plan();
+    // Stages end when the progress loop sees them end: a call left undriven while the
+    // program computed would charge that time to whichever dimensions were busy.
+    if (gives_evidence(layout_.topology, call.request.collective, plan.predicted_time) &&
+        sole_longest_gap_ <= kLongestDriveGap * plan.predicted_time)
+        refiner_->add_evidence(plan.busy, busy_since(sole_busy_before_));
+}
 
 bool agree_doubles(mca_coll_themis_module_t *m, const double *in, double *out, int n,
                    ompi_op_t *op) {
@@ -167,12 +268,11 @@ bool agree_doubles(mca_coll_themis_module_t *m, const double *in, double *out, i
 }
 
 bool Context::run(Call &call) {
+    finish_agreement(); // a window that a nonblocking call ended: its rates first
     // Evidence for the refiner only from a call alone on the engine: the dimensions' busy
     // time is then this call's.
     const bool alone = refiner_ && engine_->in_flight() == 0;
-    const int dims = layout_.topology.num_dims();
-    if (alone)
-        for (int d = 0; d < dims; ++d) busy_before_[size_t(d)] = engine_->busy_seconds(d);
+    if (alone) busy_before_ = busy_now();
     begin(call, false);
     engine_->wait(*call.execution_, &engine_lock_);
     write_trace(call);
@@ -180,14 +280,9 @@ bool Context::run(Call &call) {
     if (!refiner_) return false;
     ++refined_calls_;
     const Plan &plan = *call.execution_->plan();
-    if (!alone || !gives_evidence(layout_.topology, plan.predicted_time))
+    if (!alone || !gives_evidence(layout_.topology, call.request.collective, plan.predicted_time))
         return refiner_->count_call(plan.predicted_time, nullptr, nullptr);
-    for (int d = 0; d < dims; ++d)
-        busy_measured_[size_t(d)] = engine_->busy_seconds(d) - busy_before_[size_t(d)];
-    // Tests (check_refine.sh): a dimension slower than its rates, seen by this rank.
-    if (test_hooks().busy_scale_dim >= 0 && test_hooks().busy_scale_dim < dims)
-        busy_measured_[size_t(test_hooks().busy_scale_dim)] *= test_hooks().busy_scale;
-    return refiner_->count_call(plan.predicted_time, &plan.busy, &busy_measured_);
+    return refiner_->count_call(plan.predicted_time, &plan.busy, &busy_since(busy_before_));
 }
 
 void Context::revise_rates(const std::vector<double> &agreed) {
@@ -226,14 +321,17 @@ bool Context::drive(Call &call) {
         driven_pass_ = pass;
         execution.progress();
     }
+    if (sole_ == &call) watch_sole(call, execution.done());
     if (!execution.done()) return false;
     write_trace(call);
     return true;
 }
 
 void Context::leave(Call &call) {
-    if (!call.execution_) return;
     std::lock_guard<std::recursive_mutex> hold(engine_lock_);
+    if (sole_ == &call) sole_ = nullptr;
+    waiting_.erase(std::remove(waiting_.begin(), waiting_.end(), &call), waiting_.end());
+    if (!call.execution_) return;
     call.execution_->reset(); // leaves the engine's queues
 }
 

@@ -9,7 +9,9 @@
 
 #include "coll_themis_prelude.h"
 
+#include <chrono>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -85,8 +87,13 @@ class Context {
     // Starts a prepared call and returns at once (a nonblocking call); collectives in flight
     // together share the dimensions' queues in start order (engine.h), and each is planned
     // from the load the nonblocking call before it left unbalanced
-    // (PlanRequest::carried_load). Call::progress() completes it.
+    // (PlanRequest::carried_load). Call::progress() completes it. While the agreement of a
+    // window that a nonblocking call ended is in flight, the call waits (Call's state
+    // Waiting) and starts, in order, when it completes (release_waiting()).
     void start(Call &call);
+    // From the progress loop, for a waiting call: polls the agreement; true once the call
+    // has started (on the revised rates).
+    bool release_waiting(Call &call);
 
   private:
     friend class Call;
@@ -94,6 +101,19 @@ class Context {
     // Plans `call` and starts it on the engine; `nonblocking`: calls after it may run beside
     // it (its carried load passes on).
     void begin(Call &call, bool nonblocking);
+    // begin() for a nonblocking call, counted by the refiner: watched for evidence when alone
+    // on the engine; the window's agreement started when it ends one.
+    void begin_nonblocking(Call &call);
+    // A completed agreement: revises the rates, then starts the waiting calls.
+    void poll_agreement();
+    // Polls the progress loop until no agreement is in flight (a blocking call).
+    void finish_agreement();
+    // Every dimension's busy seconds so far; those since `before`, as the refiner reads them.
+    const std::vector<double> &busy_now();
+    const std::vector<double> &busy_since(const std::vector<double> &before);
+    // At every drive of the call alone on the engine (sole_): the longest gap between
+    // drives; `done`: its evidence to the refiner, when it has some.
+    void watch_sole(Call &call, bool done);
     // Progresses every collective in flight on the communicator; true once `call` is
     // complete (its stage timings then written to the trace, if any). In the progress
     // callback it steps aside (false) while another thread uses the engine.
@@ -148,8 +168,20 @@ class Context {
     // The rate refinement (coll_themis_refine.h): none where no measured rate can be revised.
     std::unique_ptr<RateRefiner> refiner_;
     RatesKept rates_kept_; // where the revised rates replace the measured ones
-    std::vector<double> busy_before_, busy_measured_; // per dimension, around a blocking call
-    long refined_calls_ = 0;                          // blocking calls the refiner counted
+    // Starts the agreement of a window a nonblocking call ended (start_refine_agreement()).
+    std::function<ompi_request_t *(const double *, double *, int)> start_agreement_;
+    ompi_request_t *agreement_ = nullptr; // in flight
+    std::vector<double> agreement_in_, agreement_out_;
+    std::vector<Call *> waiting_; // nonblocking calls started while it is in flight, in order
+    // per dimension: busy seconds before a blocking call, the latest reading, since a call
+    std::vector<double> busy_before_, busy_now_, busy_measured_;
+    long refined_calls_ = 0; // calls the refiner counted
+    // The nonblocking call alone on the engine since it started, if any: its busy seconds
+    // then, its last drive, the longest gap between two drives so far.
+    const Call *sole_ = nullptr;
+    std::vector<double> sole_busy_before_;
+    std::chrono::steady_clock::time_point sole_last_drive_;
+    double sole_longest_gap_ = 0;
     std::ofstream trace_; // open: every call's stage timings are appended
     long traced_calls_ = 0;
     uint64_t driven_pass_ = 0; // the progress callback's pass that last drove the engine

@@ -60,7 +60,8 @@ std::unique_ptr<RateRefiner> make_refiner(mca_coll_themis_module_t *m, ompi_comm
                                          threshold, std::move(fixed));
 }
 
-bool gives_evidence(const Topology &topo, double predicted_seconds) {
+bool gives_evidence(const Topology &topo, Collective collective, double predicted_seconds) {
+    if (collective != Collective::AllReduce) return false;
     double latency = 0;
     for (const Dimension &d : topo.dims()) latency = std::max(latency, d.latency);
     return predicted_seconds >= kEvidenceLatencies * latency;
@@ -74,6 +75,16 @@ void refine_rates(mca_coll_themis_module_t *m, Context &ctx) {
     if (!agree_doubles(m, mine.data(), sums.data(), int(mine.size()), &ompi_mpi_op_sum.op))
         sums.assign(mine.size(), 0.0);
     ctx.revise_rates(sums);
+}
+
+ompi_request_t *start_refine_agreement(mca_coll_themis_module_t *m, const double *in, double *out,
+                                       int n) {
+    ompi_communicator_t *dup = m->context->dup;
+    ompi_request_t *request = nullptr;
+    if (dup->c_coll->coll_iallreduce(in, out, n, &ompi_mpi_double.dt, &ompi_mpi_op_sum.op, dup,
+                                     &request, dup->c_coll->coll_iallreduce_module) != OMPI_SUCCESS)
+        return nullptr;
+    return request;
 }
 
 } // namespace themis

@@ -289,6 +289,9 @@ void Context::calibrate(mca_coll_themis_module_t *m, const std::vector<std::stri
                                        params().max_active, params().max_active_bytes);
     refiner_ = make_refiner(m, comm_, rates);
     rates_kept_ = rates.kept;
+    start_agreement_ = [m](const double *in, double *out, int n) {
+        return start_refine_agreement(m, in, out, n);
+    };
     busy_before_.assign(size_t(layout_.topology.num_dims()), 0.0);
     busy_measured_ = busy_before_;
     std::string levels;
