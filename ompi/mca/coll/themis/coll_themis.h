@@ -82,6 +82,7 @@ typedef struct mca_coll_themis_component_t {
     int refine_calls;           /* blocking calls per window of the rate refinement; 0: never */
     double refine_threshold;    /* a dimension's rate this far off the others' is revised */
     char *topo_file;            /* hosts' coordinates in the network's dimensions; empty: none */
+    double grid_probe_seconds;  /* budget of probing the hosts' grid (dims=auto); 0: never */
     bool split_packages;        /* auto splits a node whose ranks sit on several packages */
     int cuda;                   /* THEMIS_CUDA_* */
     size_t staging_bytes;       /* host staging budget for device buffers, per process */

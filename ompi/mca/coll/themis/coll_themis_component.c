@@ -147,6 +147,12 @@ static const themis_param_t themis_params[] = {
      .help = "With dims=auto, split a node whose ranks sit on several packages (sockets) "
              "into package-local ranks x packages, as hwloc reports the binding (valid: "
              "true, false)"},
+    {.name = "grid_probe_seconds", FIELD(grid_probe_seconds), .level = OPAL_INFO_LVL_4,
+     .default_value = 20, RANGE(0, 600),
+     .help = "Time budget for finding the hosts' grid by probing the network, with "
+             "dims=auto when neither coll_themis_topo_file nor Slurm's topology gives one "
+             "and the communicator spans at least 4 hosts; once per set of hosts in a "
+             "process; 0 = never probe"},
     {.name = "calibration_seconds", FIELD(calibration_seconds), .level = OPAL_INFO_LVL_4,
      .default_value = 0.5, RANGE(0, 60),
      .help = "Time budget for measuring the bandwidth and latency of the dimensions whose "

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "ompi/mca/coll/base/base.h"
 #include "ompi/op/op.h"
@@ -25,6 +26,7 @@
 #include "coll_themis_transports.h"
 #include "coll_themis_cuda.h"
 #include "coll_themis_cuda_ipc.h"
+#include "coll_themis_grid_probe.h"
 #include "node_packages.h"
 #include "ordering.h"
 #include "slurm_topology.h"
@@ -87,7 +89,9 @@ std::optional<HostGrid> host_grid() {
 struct GridChoice {
     std::string source = "none"; // given | topo_file | slurm | none
     std::optional<HostGrid> grid;
-    std::string why; // none: why there is no grid
+    std::string why;    // none: why there is no grid
+    bool slurm = false; // some rank has Slurm's variables (then no probing)
+    long probes = -1;   // probe: probes measured (0: remembered in this process)
     double seconds = 0;
 };
 
@@ -111,6 +115,7 @@ void grid_from_slurm_env(mca_coll_themis_module_t *m, const RankPlacement &place
     int in[2] = {env.set ? 1 : 0, int(mine.size()) + 1}, most[2] = {0, 0};
     setup_allreduce(m, in, most, 2, &ompi_mpi_int.dt, &ompi_mpi_op_max.op);
     if (most[0] == 0) return; // no rank runs under Slurm's topology plugin
+    choice.slurm = true;
     const int size = int(placement.host_of.size()), width = most[1] + 1; // set flag, text
     std::vector<char> block(width, '\0'), all(size_t(width) * size);
     block[0] = env.set ? 1 : 0;
@@ -163,6 +168,31 @@ void grid_from_slurm_env(mca_coll_themis_module_t *m, const RankPlacement &place
     choice.grid = host_grid_of(found, hosts);
 }
 
+// The hosts' grid by probing (coll_themis_grid_probe.h), with at least 4 hosts and a budget.
+void grid_by_probing(mca_coll_themis_module_t *m, const RankPlacement &placement,
+                     GridChoice &choice) {
+    const std::set<std::string> hosts(placement.host_of.begin(), placement.host_of.end());
+    if (hosts.size() < 4) {
+        choice.why += ", " + std::to_string(hosts.size()) +
+                      (hosts.size() == 1 ? " host" : " hosts") + ": fewer than 4 to probe";
+        return;
+    }
+    if (params().grid_probe_seconds <= 0) {
+        choice.why += ", probing off (coll_themis_grid_probe_seconds=0)";
+        return;
+    }
+    const ProbeOutcome probed =
+        probe_grid(m, m->context->dup, placement.host_of, params().grid_probe_seconds);
+    choice.probes = probed.remembered ? 0 : probed.grid.probes;
+    if (!probed.grid.found) {
+        choice.why = "probing found no grid: " + probed.grid.reason;
+        return;
+    }
+    std::vector<std::string> names(hosts.begin(), hosts.end());
+    choice.source = "probe";
+    choice.grid = host_grid_of(probed.grid, names);
+}
+
 GridChoice grid_choice(mca_coll_themis_module_t *m, const RankPlacement &placement) {
     const auto start = std::chrono::steady_clock::now();
     GridChoice choice;
@@ -177,6 +207,7 @@ GridChoice grid_choice(mca_coll_themis_module_t *m, const RankPlacement &placeme
     } else {
         choice.why = "no topology file, no Slurm topology";
         grid_from_slurm_env(m, placement, choice);
+        if (!choice.slurm) grid_by_probing(m, placement, choice);
     }
     choice.seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -191,8 +222,9 @@ RankLayout layout_of(const RankPlacement &placement, GridChoice &choice, std::st
             return make_rank_layout(params().dims, placement, &*choice.grid,
                                     params().split_packages);
         } catch (const LayoutError &e) {
-            const std::string what =
-                choice.source == "topo_file" ? "the topology file" : "Slurm's switch tree";
+            const std::string what = choice.source == "topo_file" ? "the topology file"
+                                     : choice.source == "slurm"   ? "Slurm's switch tree"
+                                                                  : "the probed grid";
             note = what + " does not fit this communicator (" + e.what() + "): node level x nodes";
             choice.why = what + " does not fit this communicator: " + e.what();
             choice.source = "none";
@@ -216,12 +248,14 @@ void report_grid(ompi_communicator_t *comm, const GridChoice &choice) {
         }
     }
     event.add("dims", dims).add("seconds", choice.seconds, "%.3f");
+    if (choice.probes >= 0) event.add("probes", (long long)choice.probes);
     if (choice.grid) event.add("coords", coords);
     if (!choice.grid && !choice.why.empty()) event.add("why", choice.why);
     event.emit(1, comm);
     if (choice.source == "given") return;
     static const std::map<std::string, std::string> from = {{"topo_file", "coll_themis_topo_file"},
-                                                            {"slurm", "Slurm's switch tree"}};
+                                                            {"slurm", "Slurm's switch tree"},
+                                                            {"probe", "probing"}};
     say(1, comm,
         choice.grid ? "grid from " + from.at(choice.source) + ": " + dims + " hosts"
                     : "grid from nothing (" + choice.why + "): node level x nodes");

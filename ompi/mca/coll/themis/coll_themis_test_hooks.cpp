@@ -20,6 +20,7 @@ const TestHooks &test_hooks() {
         h.fail_connect = set("THEMIS_TEST_FAIL_CONNECT");
         h.fail_nonblocking = set("THEMIS_TEST_FAIL_NONBLOCKING");
         h.calibration_fails = set("THEMIS_TEST_CALIBRATION_FAILS");
+        h.probe_fails = set("THEMIS_TEST_PROBE_FAILS");
         h.cuda_direct = direct != nullptr && std::strcmp(direct, "1") == 0;
         h.slow_themis_ms = ms("THEMIS_TEST_SLOW_THEMIS_MS");
         h.slow_below_ms = ms("THEMIS_TEST_SLOW_BELOW_MS");

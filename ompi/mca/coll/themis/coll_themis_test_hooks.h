@@ -17,6 +17,7 @@ struct TestHooks {
                                     // themis runs fails in the progress loop
     bool calibration_fails = false; // THEMIS_TEST_CALIBRATION_FAILS: this rank measures
                                     // no usable rate
+    bool probe_fails = false;       // THEMIS_TEST_PROBE_FAILS: this rank's grid probes fail
     bool cuda_direct = false;       // THEMIS_TEST_CUDA_DIRECT=1: the transport stands for one
                                     // that moves device memory (honoured with the emulated
                                     // CUDA driver only: coll_themis_cuda.cpp)

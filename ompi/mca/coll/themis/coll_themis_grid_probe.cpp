@@ -1,0 +1,351 @@
+// coll_themis_grid_probe.cpp: the hosts' grid found by probing (coll_themis_grid_probe.h).
+#include "coll_themis_grid_probe.h"
+#include "coll_themis_calibrate.h"
+#include "coll_themis_log.h"
+#include "coll_themis_setup_task.h"
+#include "coll_themis_test_hooks.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cmath>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "fnv1a.h"
+#include "ompi/mca/pml/pml.h"
+#include "ompi/op/op.h"
+#include "ompi/request/request.h"
+
+#include <unistd.h>
+
+namespace themis {
+
+namespace {
+
+constexpr int kDataTag = 0x7e51, kAckTag = 0x7e52; // on the set-up's private duplicate
+// One flow's transfer: kMinBytes at first, then as many as the first pair measured moves in
+// kTargetSeconds (at most kMaxBytes), so that two flows that start a few milliseconds apart
+// (each leaves when the step's agreement reaches its rank, on a busy machine later) still
+// overlap for most of their time.
+constexpr size_t kMinBytes = 256 << 10, kMaxBytes = 16 << 20;
+constexpr double kTargetSeconds = 0.08;
+constexpr int kRepetitions = 5; // per measurement: the median is kept
+constexpr int kPollSleepMicroseconds = 100;
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point start) {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Grids found in this process, by the hosts (sorted, joined).
+ProcessMemo<std::string> probed_grids;
+
+std::string encode(const GridResult &g) {
+    std::ostringstream out;
+    if (!g.found) return "none " + g.reason;
+    out << "grid";
+    for (int n : g.sizes) out << ' ' << n;
+    out << " |";
+    for (const auto &c : g.coords)
+        for (int x : c) out << ' ' << x;
+    return out.str();
+}
+
+GridResult decode(const std::string &text, int nodes) {
+    GridResult g;
+    if (text.compare(0, 5, "none ") == 0) {
+        g.reason = text.substr(5);
+        return g;
+    }
+    std::istringstream in(text.substr(5));
+    std::string word;
+    while (in >> word && word != "|") g.sizes.push_back(std::stoi(word));
+    g.coords.assign(nodes, std::vector<int>(g.sizes.size()));
+    for (auto &c : g.coords)
+        for (int &x : c) in >> x;
+    g.found = true;
+    return g;
+}
+
+void agree_max_patiently(ompi_communicator_t *dup, std::vector<double> &values);
+
+// The leaders' timed transfers of one step: flow i from host leader src[i] to dst[i].
+class Prober {
+  public:
+    Prober(mca_coll_themis_module_t *m, ompi_communicator_t *comm, std::vector<int> leader)
+        : m_(m), comm_(comm), leader_(std::move(leader)), me_(ompi_comm_rank(comm_)) {}
+
+    // Every rank sets the same size (from agreed rates).
+    void set_bytes(size_t bytes) { bytes_ = std::min(std::max(bytes, kMinBytes), kMaxBytes); }
+
+    // Every flow's rate (bytes/s), agreed; throws on a failure anywhere (every rank alike).
+    std::vector<double> step(const std::vector<std::pair<int, int>> &flows, bool timed) {
+        std::vector<double> values(flows.size() + 1, 0.0);
+        bool failed = false;
+        try {
+            run(flows, values);
+        } catch (const std::exception &) {
+            failed = true;
+        }
+        if (test_hooks().probe_fails) failed = true;
+        values.back() = failed ? 1 : 0;
+        agree_max_patiently(comm_, values);
+        if (values.back() != 0) throw std::runtime_error("a probe failed on some rank");
+        values.pop_back();
+        if (timed)
+            for (double v : values)
+                if (!(v > 0 && std::isfinite(v)))
+                    throw std::runtime_error("a probe measured no rate");
+        return values;
+    }
+
+  private:
+    void check(int rc, const char *what) {
+        if (rc != OMPI_SUCCESS) throw std::runtime_error(what);
+    }
+
+    void run(const std::vector<std::pair<int, int>> &flows, std::vector<double> &rates) {
+        struct Flow {
+            size_t index = 0;
+            int peer = -1;
+            bool sending = false;
+            ompi_request_t *data = nullptr, *ack = nullptr;
+            Clock::time_point start;
+            std::vector<char> buffer;
+            char ack_byte = 0;
+            bool done = false, acked = false;
+        };
+        std::vector<Flow> mine;
+        for (size_t i = 0; i < flows.size(); ++i) {
+            const int src = leader_[flows[i].first], dst = leader_[flows[i].second];
+            for (const bool sending : {true, false}) {
+                if ((sending ? src : dst) != me_) continue;
+                Flow f;
+                f.index = i;
+                f.peer = sending ? dst : src;
+                f.sending = sending;
+                mine.push_back(std::move(f));
+            }
+        }
+        if (mine.empty()) return;
+        data_.resize(bytes_, 'p');
+        for (Flow &f : mine) {
+            if (f.sending) {
+                check(MCA_PML_CALL(
+                          irecv(&f.ack_byte, 1, &ompi_mpi_byte.dt, f.peer, kAckTag, comm_, &f.ack)),
+                      "probe irecv");
+                f.start = Clock::now();
+                check(MCA_PML_CALL(isend(data_.data(), int(bytes_), &ompi_mpi_byte.dt, f.peer,
+                                         kDataTag, MCA_PML_BASE_SEND_STANDARD, comm_, &f.data)),
+                      "probe isend");
+            } else {
+                f.buffer.resize(bytes_);
+                check(MCA_PML_CALL(irecv(f.buffer.data(), int(bytes_), &ompi_mpi_byte.dt, f.peer,
+                                         kDataTag, comm_, &f.data)),
+                      "probe irecv");
+            }
+        }
+        bool error = false;
+        // Short sleeps between polls: the kernel's socket buffers move the data meanwhile, and
+        // the CPU stays with the network's own work (busy-polling ranks on a crowded machine
+        // make a host that receives two flows look like a shared link).
+        for (size_t left = mine.size(); left > 0;) {
+            opal_progress();
+            usleep(kPollSleepMicroseconds);
+            for (Flow &f : mine) {
+                if (f.done) continue;
+                if (f.data && REQUEST_COMPLETE(f.data)) {
+                    error |= f.data->req_status.MPI_ERROR != OMPI_SUCCESS;
+                    ompi_request_free(&f.data);
+                    f.data = nullptr;
+                    if (!f.sending) { // the data are in: acknowledge them (also after an error,
+                                      // so that the sender never waits forever)
+                        check(MCA_PML_CALL(isend(&f.ack_byte, 1, &ompi_mpi_byte.dt, f.peer, kAckTag,
+                                                 MCA_PML_BASE_SEND_STANDARD, comm_, &f.ack)),
+                              "probe isend");
+                    }
+                }
+                if (f.ack && REQUEST_COMPLETE(f.ack)) {
+                    error |= f.ack->req_status.MPI_ERROR != OMPI_SUCCESS;
+                    ompi_request_free(&f.ack);
+                    f.ack = nullptr;
+                    f.acked = true;
+                    if (f.sending) rates[f.index] = double(bytes_) / since(f.start);
+                }
+                if (f.acked && f.data == nullptr) {
+                    f.done = true;
+                    --left;
+                }
+            }
+        }
+        if (error) throw std::runtime_error("a probe's transfer failed");
+    }
+
+    mca_coll_themis_module_t *m_;
+    ompi_communicator_t *comm_;
+    std::vector<int> leader_;
+    int me_;
+    size_t bytes_ = kMinBytes;
+    std::vector<char> data_;
+};
+
+// agree_max() on the set-up's private duplicate `dup`, waiting with short sleeps between
+// polls: a rank whose flows are done (or that has none) leaves the CPU to those still
+// moving data. Busy-polling ranks on a crowded machine slow a host receiving two flows down
+// as a shared link would.
+void agree_max_patiently(ompi_communicator_t *dup, std::vector<double> &values) {
+    std::vector<double> all(values.size());
+    ompi_request_t *request = nullptr;
+    if (dup->c_coll->coll_iallreduce(values.data(), all.data(), int(values.size()),
+                                     &ompi_mpi_double.dt, &ompi_mpi_op_max.op, dup, &request,
+                                     dup->c_coll->coll_iallreduce_module) != OMPI_SUCCESS)
+        throw std::runtime_error("a probe's agreement failed to start");
+    while (!REQUEST_COMPLETE(request)) {
+        opal_progress();
+        if (!REQUEST_COMPLETE(request)) usleep(kPollSleepMicroseconds);
+    }
+    const int rc = request->req_status.MPI_ERROR;
+    ompi_request_free(&request);
+    if (rc != OMPI_SUCCESS) throw std::runtime_error("a probe's agreement failed");
+    values = all;
+}
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+// Answers GridSearch's probes by measuring (medians of kRepetitions steps).
+class Measurer {
+  public:
+    Measurer(Prober &prober, ompi_communicator_t *comm) : prober_(prober), comm_(comm) {}
+
+    // The median rates of `flows` run together.
+    std::vector<double> rates(const std::vector<std::pair<int, int>> &flows) {
+        for (const auto &f : flows) // the first transfer of a pair connects and opens TCP's window
+            if (warm_.insert(f).second) prober_.step({f}, false);
+        std::vector<std::vector<double>> samples(flows.size());
+        for (int r = 0; r < kRepetitions; ++r) {
+            const std::vector<double> got = prober_.step(flows, true);
+            for (size_t i = 0; i < flows.size(); ++i) samples[i].push_back(got[i]);
+        }
+        std::vector<double> out;
+        for (const auto &s : samples) out.push_back(median(s));
+        return out;
+    }
+
+    double alone(int from, int to) {
+        const auto known = alone_.find({from, to});
+        if (known != alone_.end()) return known->second;
+        if (!sized_) { // the transfer's size from the first pair's rate, then measured at it
+            sized_ = true;
+            prober_.set_bytes(size_t(rates({{from, to}})[0] * kTargetSeconds));
+        }
+        return alone_[{from, to}] = rates({{from, to}})[0];
+    }
+
+    bool shared(const GridProbe &p) {
+        // Out: node -> peer and node -> other; In: peer -> node and other -> node.
+        const bool out = p.kind == GridProbe::Kind::Out;
+        const std::pair<int, int> a = out ? std::make_pair(p.node, p.peer)
+                                          : std::make_pair(p.peer, p.node),
+                                  b = out ? std::make_pair(p.node, p.other)
+                                          : std::make_pair(p.other, p.node);
+        const double alone_a = alone(a.first, a.second), alone_b = alone(b.first, b.second);
+        const std::vector<double> together = rates({a, b});
+        const bool slowed = slowed_down(alone_a, alone_b, together[0], together[1]);
+        char line[200];
+        snprintf(line, sizeof line,
+                 "grid probe %s: alone %.1f, %.1f Mbit/s; together %.1f, %.1f: %s",
+                 describe(p).c_str(), alone_a * 8e-6, alone_b * 8e-6, together[0] * 8e-6,
+                 together[1] * 8e-6, slowed ? "shared" : "not shared");
+        say(10, comm_, line);
+        return slowed;
+    }
+
+  private:
+    Prober &prober_;
+    ompi_communicator_t *comm_;
+    std::set<std::pair<int, int>> warm_;
+    std::map<std::pair<int, int>, double> alone_;
+    bool sized_ = false;
+};
+
+// True on every rank when every rank holds the same `text`.
+bool all_hold(mca_coll_themis_module_t *m, ompi_communicator_t *comm, const std::string &text,
+              bool have) {
+    Fnv1a h;
+    h.bytes(text.data(), text.size());
+    const uint64_t print = have ? h.digest() : 0;
+    std::vector<double> v = {double(print >> 32), double(print & 0xffffffffu), have ? 0.0 : 1.0};
+    std::vector<double> neg = {-v[0], -v[1]};
+    v.push_back(neg[0]);
+    v.push_back(neg[1]);
+    agree_max(m, comm, v);
+    return v[2] == 0 && v[0] == -v[3] && v[1] == -v[4];
+}
+
+} // namespace
+
+ProbeOutcome probe_grid(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
+                        const std::vector<std::string> &host_of, double budget_seconds) {
+    const Clock::time_point start = Clock::now();
+    // The hosts in name order (GridSearch's keys), each measured by its lowest rank.
+    std::map<std::string, int> leader_of;
+    for (int r = int(host_of.size()) - 1; r >= 0; --r) leader_of[host_of[r]] = r;
+    std::vector<std::string> hosts;
+    std::vector<int> leader;
+    std::string key;
+    for (const auto &[host, rank] : leader_of) {
+        hosts.push_back(host);
+        leader.push_back(rank);
+        key += host + '\n';
+    }
+    const int nodes = int(hosts.size());
+    ProbeOutcome outcome;
+    const std::string known = probed_grids.find(key);
+    if (all_hold(m, comm, known, !known.empty())) {
+        outcome.grid = decode(known, nodes);
+        outcome.remembered = true;
+        return outcome;
+    }
+    GridSearch search(nodes, hosts);
+    Prober prober(m, comm, leader);
+    Measurer measurer(prober, comm);
+    std::string stopped;
+    try {
+        while (const std::optional<GridProbe> p = search.next()) {
+            // Every rank's time so far, agreed: all stop at the same probe.
+            std::vector<double> elapsed = {since(start)};
+            agree_max_patiently(comm, elapsed);
+            if (elapsed[0] > budget_seconds) {
+                std::ostringstream why;
+                why << "the probe's budget (coll_themis_grid_probe_seconds=" << budget_seconds
+                    << ") ran out after " << search.result().probes << " probes";
+                stopped = why.str();
+                break;
+            }
+            if (p->kind == GridProbe::Kind::Rate)
+                search.answer_rate(measurer.alone(p->node, p->peer));
+            else
+                search.answer_shared(measurer.shared(*p));
+        }
+    } catch (const std::exception &e) {
+        stopped = e.what(); // the same on every rank: failures are agreed in each step
+    }
+    outcome.seconds = since(start);
+    if (stopped.empty()) {
+        outcome.grid = search.result();
+    } else {
+        outcome.grid = GridResult();
+        outcome.grid.reason = stopped;
+    }
+    // No grid is remembered too: every communicator over these hosts would pay again.
+    probed_grids.store(key, encode(outcome.grid));
+    return outcome;
+}
+
+} // namespace themis

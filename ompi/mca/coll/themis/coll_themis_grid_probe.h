@@ -1,0 +1,43 @@
+// coll_themis_grid_probe.h: the hosts' grid found by probing the network (src/grid_finder.h),
+// inside a communicator's set-up, for dims=auto when no topology file and no Slurm topology
+// gave one (coll_themis_setup.cpp, "Where the grid comes from" in README).
+//
+// One rank per host (its lowest) measures; every rank runs the same GridSearch on the same
+// agreed answers, so every rank finds the same grid or the same "none":
+//   a measurement  the flows a probe names (a Rate: one; an Out or In probe: its two flows
+//                  alone, then together), each a timed transfer (of what the first pair
+//                  moves in 80 ms, 256 KiB to 16 MiB: flows that start a few ms apart
+//                  must overlap for most of their time) from the
+//                  sending host's leader to the receiving host's, acknowledged by one byte
+//                  (the sender's time is the flow's), on the set-up's private duplicate;
+//                  repeated `repetitions` times, each repetition its own step;
+//   agreed         after every step the rates, a failure flag and the time spent are reduced
+//                  (maximum) over all ranks: every rank holds the same medians, decides
+//                  `shared` alike (slowed_down()) and stops alike when the budget
+//                  (coll_themis_grid_probe_seconds) runs out or a rank failed;
+//   remembered     in this process by the hosts (communicators over the same hosts probe
+//                  once), used only when every rank remembers the same grid.
+#pragma once
+
+#include "coll_themis_prelude.h"
+
+#include <string>
+#include <vector>
+
+#include "coll_themis.h"
+#include "grid_finder.h"
+
+namespace themis {
+
+struct ProbeOutcome {
+    GridResult grid;    // found, or why not (grid.reason)
+    double seconds = 0; // this rank's time probing (0 when remembered)
+    bool remembered = false;
+};
+
+// Collective over m's communicator; `comm`: the set-up's private duplicate, whose point-to-point
+// traffic the probes use. `host_of`: every rank's host name (rank order).
+ProbeOutcome probe_grid(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
+                        const std::vector<std::string> &host_of, double budget_seconds);
+
+} // namespace themis
