@@ -10,7 +10,8 @@
 # host and the one between hosts, whose peers ob1 has not reached yet when MPI_COMM_WORLD is
 # set up); then runs it again as a user would, with dims=auto and the network's topology
 # file only, and checks that every rank measured both dimensions' rates, agreed, and got
-# them within 15 % of the links' payload rate; in CUDA builds runs the device-buffer checks
+# them within 15 % of the links' payload rate; without the file, that probing finds these
+# hosts on one switch (no grid) and that a probe failing on one rank falls back on all; in CUDA builds runs the device-buffer checks
 # against the emulated CUDA driver across the hosts; and tears the network down (always,
 # via trap).
 #
@@ -90,6 +91,28 @@ rates=$(log_values "$log" selected dims comm=MPI_COMM_WORLD cid=0 | head -n 1 | 
     fail "dims=auto: measured rates $rates are not within 15 % of the links' payload rate"
 echo "rank 0's calibration: $(log_values "$log" calibration '' comm=MPI_COMM_WORLD rank=0)"
 
+# Without the topology file dims=auto probes the 4 hosts (grid_probe.h); all sit on one switch
+# here, so there is no grid: every rank says why and runs node level x nodes (2x4). Then a probe
+# that fails on one rank only (THEMIS_TEST_PROBE_FAILS on rank 3): the same fallback, and why, on
+# every rank. Every result checked by netcheck both times.
+probe_run() {  # probe_run NAME FAILING_RANK
+    timeout 180 "$PY" "$NETEM" run --prefix "$PREFIX" --timeout 120 --themis -- \
+        --mca coll_themis_dims auto --mca coll_themis_verbose 1 \
+        /bin/bash -c '[ "$OMPI_COMM_WORLD_RANK" = "'"$2"'" ] && export THEMIS_TEST_PROBE_FAILS=1; exec "$@"' probe \
+        "$exe" 262144 -v >"$log" 2>&1 || fail "$1: MPI run (rc $?)"
+    grep -q '^NETCHECK_OK ranks=8 ' "$log" || fail "$1: netcheck did not report NETCHECK_OK on 8 ranks"
+    n=$(log_count "$log" selected comm=MPI_COMM_WORLD cid=0 'dims=2x4:.*' levels=node,network)
+    [ "$n" = 8 ] || fail "$1: $n of 8 ranks laid the job out as node level x nodes (2x4)"
+}
+probe_run "probing a flat network" none
+n=$(log_count "$log" grid comm=MPI_COMM_WORLD source=none 'probes=[1-9][0-9]*' \
+  'why=probing found no grid: a flat network.*')
+[ "$n" = 8 ] || fail "probing a flat network: $n of 8 ranks said it is flat"
+probed=$(log_values "$log" grid probes,seconds comm=MPI_COMM_WORLD rank=0)
+probe_run "a probe failing on rank 3" 3
+n=$(log_count "$log" grid comm=MPI_COMM_WORLD source=none 'why=probing found no grid: a probe failed on some rank')
+[ "$n" = 8 ] || fail "a probe failing on rank 3: $n of 8 ranks fell back saying so"
+
 # CUDA builds: device buffers across the same hosts, against the emulated CUDA driver (no
 # GPU needed): the node dimension device-direct by CUDA IPC, the network dimension bounced
 # through pinned host memory, every result checked by the program.
@@ -106,5 +129,5 @@ if [ -f "$fake" ] && [ -x "$cudacheck" ]; then
     [ "$n" = 8 ] || fail "device buffers: $n of 8 ranks ran dimension 0 by IPC and bounced the network"
     cuda="device buffers checked (IPC inside hosts, pinned bounce between them)"
 fi
-echo "netem smoke: OK: Open MPI $series: themis ran the allreduce on 8 ranks across 8 namespaces on 4 hosts, messages in parts on both dimensions ($bytes bytes sent on ${PREFIX}0 d0); dims=auto measured $rates; $cuda; in $(( $(date +%s) - start )) s"
+echo "netem smoke: OK: Open MPI $series: themis ran the allreduce on 8 ranks across 8 namespaces on 4 hosts, messages in parts on both dimensions ($bytes bytes sent on ${PREFIX}0 d0); dims=auto measured $rates; probing found the flat network flat (probes|seconds: $probed) and a failed probe fell back on every rank; $cuda; in $(( $(date +%s) - start )) s"
 exit 0
