@@ -40,17 +40,25 @@ run() {
   grep -q '^# validation: passed' "$OUT/$name.log" || fail "$name: results not validated (log $OUT/$name.log)"
 }
 
+# revised_alike NAME: in $OUT/NAME.log every rank revised at call 8 to the same rates, dimension
+# 1's factor under half of dimension 0's; prints the factors (called in $(...): || exit 1).
+revised_alike() {
+  local name=$1 log=$OUT/$1.log factors
+  [ "$(log_count "$log" rates comm=bench_themis calls=8)" = 4 ] ||
+    fail "$name: not every rank revised its rates after 8 calls (log $log)" >&2
+  [ "$(log_values "$log" rates dims,factors,calls comm=bench_themis | sort -u | wc -l)" = 1 ] ||
+    fail "$name: the ranks revised to different rates (log $log)" >&2
+  factors=$(log_values "$log" rates factors comm=bench_themis | head -n 1)
+  awk -v f="$factors" 'BEGIN { split(f, x, ","); exit !(x[2] < x[1] / 2) }' ||
+    fail "$name: factors $factors: dimension 1's not under half of dimension 0's (log $log)" >&2
+  echo "$factors"
+}
+
 # The file's key names the node transport, chosen by measurement unless pinned.
 cal=$OUT/rates.cal kept_in=(--mca coll_themis_calibration_file "$cal" --mca coll_themis_node_transport transport)
 run all_ranks '[0-3]' "${kept_in[@]}"
 log=$OUT/all_ranks.log
-[ "$(log_count "$log" rates comm=bench_themis calls=8)" = 4 ] ||
-  fail "all_ranks: not every rank revised its rates after 8 calls (log $log)"
-[ "$(log_values "$log" rates dims,factors,calls comm=bench_themis | sort -u | wc -l)" = 1 ] ||
-  fail "all_ranks: the ranks revised to different rates (log $log)"
-factors=$(log_values "$log" rates factors comm=bench_themis | head -n 1)
-awk -v f="$factors" 'BEGIN { split(f, x, ","); exit !(x[2] < x[1] / 2) }' ||
-  fail "all_ranks: factors $factors: dimension 1's not under half of dimension 0's (log $log)"
+factors=$(revised_alike all_ranks) || exit 1
 revised=$(log_values "$log" rates dims comm=bench_themis | head -n 1)
 kept=$(awk 'NR > 1 { print $2 }' "$cal")
 [ "$kept" = "$revised" ] ||
@@ -65,14 +73,7 @@ log=$OUT/from_file.log
 # most calls driven all along (coll_themis_refine.h).
 bench=(--nonblocking buckets --buckets 1 --compute-factor 0 -m 16M:16M)
 run nonblocking '[0-3]'
-log=$OUT/nonblocking.log
-[ "$(log_count "$log" rates comm=bench_themis calls=8)" = 4 ] ||
-  fail "nonblocking: not every rank revised its rates after 8 nonblocking calls (log $log)"
-[ "$(log_values "$log" rates dims,factors,calls comm=bench_themis | sort -u | wc -l)" = 1 ] ||
-  fail "nonblocking: the ranks revised to different rates (log $log)"
-nb_factors=$(log_values "$log" rates factors comm=bench_themis | head -n 1)
-awk -v f="$nb_factors" 'BEGIN { split(f, x, ","); exit !(x[2] < x[1] / 2) }' ||
-  fail "nonblocking: factors $nb_factors: dimension 1's not under half of dimension 0's (log $log)"
+nb_factors=$(revised_alike nonblocking) || exit 1
 bench=()
 
 run rank0_only '0'
