@@ -13,6 +13,9 @@
 #                       more ranks than cores, no binding (ranks share two cores)
 #   output DIR          each rank's output in files under DIR/<job>/rank.N/ (stdout, and
 #                       stderr or, on 5.0, stderr merged into stdout)
+#   one-stream          the words to put before the program so that each rank writes its
+#                       stderr into its stdout itself: 5.0's merge joins the two pipes by
+#                       whatever it read from each, cutting lines; nothing on 4.1
 #   component-path DIRS where coll/themis and Open MPI's own components are loaded from
 #   launch-agent CMD    start the remote daemons with CMD instead of ssh, one level deep
 #   oob-if SUBNET       the daemons' own (out-of-band) traffic on SUBNET only
@@ -61,6 +64,12 @@ mpirun_flags() {
       # and loses that stream, console included: one stream per rank, stderr merged in.
       if [ "$series" = 5.0 ]; then printf '%s\n' --output "merge-stderr-to-stdout,dir=${2:?output needs DIR}"
       else printf '%s\n' --output-filename "${2:?output needs DIR}"; fi ;;
+    one-stream)
+      # 5.0 reads a rank's stdout and stderr pipes in blocks and writes what it read into
+      # the one file as it comes: a burst of event lines longer than a block was cut, and a
+      # line of the other stream landed inside it (seen in CI). One pipe keeps every line
+      # whole (a rank writes each line at once: opal_output, line-buffered stdout).
+      [ "$series" != 5.0 ] || printf '%s\n' /bin/sh -c 'exec "$0" "$@" 2>&1' ;;
     component-path)
       # The MCA name itself: 5.0's synonym mca_component_path given with --mca does not
       # reach the ranks (the environment form does); mca_base_component_path does, on both.

@@ -134,9 +134,10 @@ PROG_ARGS=("${pre[@]}" "${PROG_ARGS[@]}")
 
 mpirun_cmd "$COMPDIR" || die "cannot tell how to run $MPIRUN"
 mapfile -t output < <(mpirun_flags output "$LOGDIR/ranks")
+mapfile -t one_stream < <(mpirun_flags one-stream)
 cmd=(timeout -k 10 "$TIMEOUT" "${MPIRUN_CMD[@]}" -np "$NP" "${output[@]}")
 for k in $(printf '%s\n' "${!MCA[@]}" | sort); do cmd+=(--mca "$k" "${MCA[$k]}"); done
-cmd+=("$PROG" "${PROG_ARGS[@]}")
+cmd+=("${one_stream[@]}" "$PROG" "${PROG_ARGS[@]}")
 
 echo "run_mpi_check: $NAME: ${cmd[*]}"
 start=$(date +%s.%N)
