@@ -25,7 +25,7 @@ _VAL_OPTS = {"-np", "--np", "-n", "-c", "-N", "--npernode", "-npernode", "--nper
              "-host", "--hostfile", "-hostfile", "--machinefile", "-machinefile", "--wdir", "-wdir",
              "--output-filename", "-output-filename", "--ppr", "-ppr", "--report-uri", "--prefix",
              "--path", "--preload-files", "--cpu-set", "--cpus-per-proc", "--timeout", "--am",
-             "--tune", "--stdin", "-stdin", "--merge-stderr-to-stdout-x", "--default-hostfile",
+             "--tune", "--stdin", "-stdin", "--output", "--merge-stderr-to-stdout-x", "--default-hostfile",
              "--xml-file", "--cpu-list", "--rankfile", "-rf", "--personality", "--display-map-x"}
 # options that set a parameter (KEY VALUE), by their canonical spelling: --prtemca and
 # --pmixmca are Open MPI 5.0's, for PRRTE's daemons and PMIx

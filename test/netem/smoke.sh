@@ -25,6 +25,8 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=../common/log_events.sh
 source "$here/../common/log_events.sh"
+# shellcheck source=../common/mpirun_flags.sh
+source "$here/../common/mpirun_flags.sh"
 NETEM_DIR=$(cd "$here/../../bench/netem" && pwd)
 NETEM="$NETEM_DIR/netem.py"
 PREFIX=${NETEM_SMOKE_PREFIX:-tmsmk}
@@ -42,17 +44,42 @@ if ! out=$(timeout 60 "$PY" "$NETEM" check --prefix "$PREFIX" 2>&1); then
     skip "kernel or tools lack what the emulated network needs (see the line above)"
 fi
 series=$(timeout 60 "$PY" "$NETEM" ompi series) || { echo "netem smoke: FAIL: netem.py ompi series"; exit 1; }
+MPIRUN=$(timeout 60 "$PY" "$NETEM" ompi mpirun) || { echo "netem smoke: FAIL: netem.py ompi mpirun"; exit 1; }
+export MPIRUN
 
 log=$(mktemp /tmp/netem-smoke.XXXXXX)
 topo=$(mktemp /tmp/netem-smoke-topo.XXXXXX)
+ranks=$(mktemp -d /tmp/netem-smoke-ranks.XXXXXX)
 cleanup() {
     timeout 60 "$PY" "$NETEM" down --prefix "$PREFIX" >/dev/null 2>&1
-    rm -f "$log" "$topo"
+    rm -rf "$log" "$topo" "$ranks"
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
 
-fail() { echo "netem smoke: FAIL: $*"; [ -s "$log" ] && tail -40 "$log"; exit 1; }
+fail() {
+    echo "netem smoke: FAIL: $*"
+    [ -s "$log" ] && tail -40 "$log"
+    [ -s "$ranks/console" ] && { echo "---- mpirun's console ----"; tail -20 "$ranks/console"; }
+    exit 1
+}
+
+# netem_run runs `netem.py run`; $log gets what the ranks printed, one rank after the other,
+# from their own files: on the console, lines of different ranks, and of a rank's two
+# streams, can be cut and interleaved (a stats line cut so was read as missing, CI on 5.0).
+mapfile -t output < <(mpirun_flags output "$ranks/out")
+mapfile -t one_stream < <(mpirun_flags one-stream)
+netem_run() {  # netem_run MPIRUN_OPTION... -- PROGRAM ARG...
+    local opts=() rc
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do opts+=("$1"); shift; done
+    shift
+    rm -rf "$ranks/out"
+    timeout 180 "$PY" "$NETEM" run --prefix "$PREFIX" --timeout 120 --themis -- "${output[@]}" \
+        "${opts[@]}" "${one_stream[@]}" "$@" >"$ranks/console" 2>&1
+    rc=$?
+    find "$ranks/out" -type f -path '*/rank.*' 2>/dev/null | sort -V | xargs -r cat >"$log"
+    return $rc
+}
 
 start=$(date +%s)
 timeout 60 "$PY" "$NETEM" up --prefix "$PREFIX" --dims 2x4 --rates 100,50 --mode hosts >"$log" 2>&1 ||
@@ -60,8 +87,7 @@ timeout 60 "$PY" "$NETEM" up --prefix "$PREFIX" --dims 2x4 --rates 100,50 --mode
 exe=$(timeout 120 "$PY" "$NETEM" build --prefix "$PREFIX" 2>>"$log" | grep '/netcheck$') ||
     fail "compiling netcheck.c with mpicc"
 # 256 Ki ints = 1 MiB: above coll_themis_min_bytes (64 KiB), so themis runs it.
-timeout 180 "$PY" "$NETEM" run --prefix "$PREFIX" --timeout 120 --themis -- \
-    --mca coll_themis_verbose 2 "$exe" 262144 -v >"$log" 2>&1 || fail "MPI run (rc $?)"
+netem_run --mca coll_themis_verbose 2 -- "$exe" 262144 -v || fail "MPI run (rc $?)"
 grep -q '^NETCHECK_OK ranks=8 ' "$log" || fail "netcheck did not report NETCHECK_OK on 8 ranks"
 n=$(log_count "$log" stats comm=MPI_COMM_WORLD coll=allreduce 'themis=[1-9][0-9]*')
 [ "$n" = 8 ] || fail "themis did not run the allreduce on every rank ($n of 8 stats lines)"
@@ -77,9 +103,8 @@ grep '^NETCHECK_OK' "$log"
 # Every rank must lay the job out as 2x4 (node, network0), measure both dimensions and
 # agree; the measured rates must lie within 15 % of the links' TCP payload rate.
 timeout 30 "$PY" "$NETEM" topo-file --prefix "$PREFIX" >"$topo" 2>>"$log" || fail "netem.py topo-file"
-timeout 180 "$PY" "$NETEM" run --prefix "$PREFIX" --timeout 120 --themis -- \
-    --mca coll_themis_dims auto --mca coll_themis_topo_file "$topo" --mca coll_themis_verbose 1 \
-    "$exe" 262144 -v >"$log" 2>&1 || fail "MPI run with dims=auto (rc $?)"
+netem_run --mca coll_themis_dims auto --mca coll_themis_topo_file "$topo" --mca coll_themis_verbose 1 \
+    -- "$exe" 262144 -v || fail "MPI run with dims=auto (rc $?)"
 grep -q '^NETCHECK_OK ranks=8 ' "$log" || fail "dims=auto: netcheck did not report NETCHECK_OK on 8 ranks"
 n=$(log_count "$log" selected comm=MPI_COMM_WORLD cid=0 'dims=2x4:.*' bw_source=measured,measured \
   lat_source=measured,measured levels=node,network0)
@@ -96,10 +121,9 @@ echo "rank 0's calibration: $(log_values "$log" calibration '' comm=MPI_COMM_WOR
 # that fails on one rank only (THEMIS_TEST_PROBE_FAILS on rank 3): the same fallback, and why, on
 # every rank. Every result checked by netcheck both times.
 probe_run() {  # probe_run NAME FAILING_RANK
-    timeout 180 "$PY" "$NETEM" run --prefix "$PREFIX" --timeout 120 --themis -- \
-        --mca coll_themis_dims auto --mca coll_themis_verbose 1 \
+    netem_run --mca coll_themis_dims auto --mca coll_themis_verbose 1 -- \
         /bin/bash -c '[ "$OMPI_COMM_WORLD_RANK" = "'"$2"'" ] && export THEMIS_TEST_PROBE_FAILS=1; exec "$@"' probe \
-        "$exe" 262144 -v >"$log" 2>&1 || fail "$1: MPI run (rc $?)"
+        "$exe" 262144 -v || fail "$1: MPI run (rc $?)"
     grep -q '^NETCHECK_OK ranks=8 ' "$log" || fail "$1: netcheck did not report NETCHECK_OK on 8 ranks"
     n=$(log_count "$log" selected comm=MPI_COMM_WORLD cid=0 'dims=2x4:.*' levels=node,network)
     [ "$n" = 8 ] || fail "$1: $n of 8 ranks laid the job out as node level x nodes (2x4)"
@@ -120,10 +144,9 @@ fake=$build/test/cuda/.libs/libcuda-fake.so
 cudacheck=$build/test/cuda/themis-cuda-check
 cuda="no CUDA build"
 if [ -f "$fake" ] && [ -x "$cudacheck" ]; then
-    timeout 180 "$PY" "$NETEM" run --prefix "$PREFIX" --timeout 120 --themis -- \
-        -x "OMPI_MCA_coll_themis_cuda_driver=$fake" --mca coll_themis_cuda_driver "$fake" \
+    netem_run -x "OMPI_MCA_coll_themis_cuda_driver=$fake" --mca coll_themis_cuda_driver "$fake" \
         --mca coll_themis_dims auto --mca coll_themis_topo_file "$topo" --mca coll_themis_verbose 1 \
-        "$cudacheck" --kinds device --expect ipc >"$log" 2>&1 || fail "device buffers (rc $?)"
+        -- "$cudacheck" --kinds device --expect ipc || fail "device buffers (rc $?)"
     grep -q '^cuda_check: passed: 8 ranks' "$log" || fail "device buffers: cuda_check did not pass on 8 ranks"
     n=$(log_count "$log" device_direct comm=MPI_COMM_WORLD ipc=0 others=pinned)
     [ "$n" = 8 ] || fail "device buffers: $n of 8 ranks ran dimension 0 by IPC and bounced the network"
