@@ -21,7 +21,7 @@ class Fnv1a {
     uint64_t digest() const { return hash_; }
 
   private:
-    uint64_t hash_ = 1469598103934665603ull;
+    uint64_t hash_ = 14695981039346656037ull; // FNV's 64-bit offset basis
 };
 
 } // namespace themis
