@@ -13,13 +13,16 @@
 #include <cstring>
 #include <memory>
 #include <random>
+#include <set>
 #include <sstream>
 
 namespace themis {
 
 namespace {
 
-const char *const header = "themis-calibration 2";
+const char *const header = "themis-calibration 3";
+// Format 2 held topology entries only: read as they are, written back as format 3.
+const char *const header_without_grids = "themis-calibration 2";
 // Format 1 kept rates measured without the fill curve: such a file holds no entry this
 // version uses (measured again, then replaced whole), and is no error.
 const char *const header_without_fill = "themis-calibration 1";
@@ -71,6 +74,79 @@ bool is_utc_text(const std::string &text) {
     return end && *end == '\0';
 }
 
+bool is_grid_key(const std::string &key) { return key.rfind("hosts", 0) == 0; }
+
+// Splits `text` at every `separator` (empty fields kept).
+std::vector<std::string> split(const std::string &text, char separator) {
+    std::vector<std::string> parts;
+    size_t start = 0;
+    for (size_t at; (at = text.find(separator, start)) != std::string::npos; start = at + 1)
+        parts.push_back(text.substr(start, at - start));
+    parts.push_back(text.substr(start));
+    return parts;
+}
+
+// A whole non-negative decimal number below 2^20; throws std::invalid_argument.
+int small_number(const std::string &text) {
+    if (text.empty() || text.size() > 7 ||
+        text.find_first_not_of("0123456789") != std::string::npos)
+        throw std::invalid_argument("\"" + text + "\" is no number");
+    const int n = std::stoi(text);
+    if (n >= 1 << 20) throw std::invalid_argument(text + " is too large");
+    return n;
+}
+
+// GRID: "grid=none" (a finished search found no grid) or "grid=SIZES:COORDS", e.g.
+// "grid=2x2:0.0,1.0,0.1,1.1": the sizes, then every node's coordinate (nodes in the order
+// of their host names). Throws std::invalid_argument.
+GridResult parse_grid_text(const std::string &text) {
+    const std::string prefix = "grid=";
+    if (text.rfind(prefix, 0) != 0) throw std::invalid_argument("expected grid=...");
+    GridResult grid;
+    const std::string body = text.substr(prefix.size());
+    if (body == "none") return grid;
+    const std::vector<std::string> halves = split(body, ':');
+    if (halves.size() != 2) throw std::invalid_argument("expected grid=SIZES:COORDS");
+    size_t nodes = 1;
+    for (const std::string &size : split(halves[0], 'x')) {
+        grid.sizes.push_back(small_number(size));
+        if (grid.sizes.back() < 2) throw std::invalid_argument("a dimension of fewer than 2");
+        nodes *= size_t(grid.sizes.back());
+        if (nodes > 1 << 20) throw std::invalid_argument("too many nodes");
+    }
+    std::set<std::vector<int>> seen;
+    for (const std::string &node : split(halves[1], ',')) {
+        std::vector<int> coord;
+        for (const std::string &c : split(node, '.')) coord.push_back(small_number(c));
+        if (coord.size() != grid.sizes.size())
+            throw std::invalid_argument("coordinate " + node + " has not one number per dimension");
+        for (size_t d = 0; d < coord.size(); ++d)
+            if (coord[d] >= grid.sizes[d])
+                throw std::invalid_argument("coordinate " + node + " outside the grid");
+        if (!seen.insert(coord).second)
+            throw std::invalid_argument("coordinate " + node + " given twice");
+        grid.coords.push_back(coord);
+    }
+    if (grid.coords.size() != nodes)
+        throw std::invalid_argument(std::to_string(grid.coords.size()) + " coordinates for " +
+                                    std::to_string(nodes) + " nodes");
+    grid.found = true;
+    return grid;
+}
+
+std::string grid_text(const GridResult &grid) {
+    if (!grid.found) return "grid=none";
+    std::string text = "grid=";
+    for (size_t d = 0; d < grid.sizes.size(); ++d)
+        text += (d ? "x" : "") + std::to_string(grid.sizes[d]);
+    for (size_t n = 0; n < grid.coords.size(); ++n) {
+        text += n ? ',' : ':';
+        for (size_t d = 0; d < grid.coords[n].size(); ++d)
+            text += (d ? "." : "") + std::to_string(grid.coords[n][d]);
+    }
+    return text;
+}
+
 std::string with_errno(const std::string &what) { return what + ": " + std::strerror(errno); }
 
 // The file's contents; nullopt when it does not exist.
@@ -111,10 +187,18 @@ std::pair<std::string, CalibrationEntry> parse_entry(const std::string &line,
     if (fields.size() != 3 || std::find(fields.begin(), fields.end(), "") != fields.end())
         throw CalibrationFileError(where +
                                    ": expected \"KEY SPEC WRITTEN\" separated by single spaces");
-    try {
-        parse_topology(fields[1]);
-    } catch (const SpecError &e) {
-        throw CalibrationFileError(where + ": the spec does not parse: " + e.what());
+    if (is_grid_key(fields[0])) {
+        try {
+            parse_grid_text(fields[1]);
+        } catch (const std::invalid_argument &e) {
+            throw CalibrationFileError(where + ": the grid does not parse: " + e.what());
+        }
+    } else {
+        try {
+            parse_topology(fields[1]);
+        } catch (const SpecError &e) {
+            throw CalibrationFileError(where + ": the spec does not parse: " + e.what());
+        }
     }
     if (!is_utc_text(fields[2]))
         throw CalibrationFileError(where + ": expected a UTC time such as " +
@@ -130,7 +214,7 @@ CalibrationEntries parse_entries(const std::string &text, const std::string &pat
         const std::string where = path + ":" + std::to_string(number);
         if (number == 1) {
             if (line == header_without_fill) return CalibrationEntries();
-            if (line != header)
+            if (line != header && line != header_without_grids)
                 throw CalibrationFileError(where + ": expected the header \"" + header +
                                            "\" (another format or version?)");
             continue;
@@ -190,6 +274,29 @@ void replace_file(const std::string &path, const std::string &text) {
     throw CalibrationFileError(path + ": " + failure);
 }
 
+void write_entry(const std::string &path, const std::string &key, const std::string &value,
+                 std::time_t written) {
+    if (key.empty() || key.find_first_of(" \n") != std::string::npos)
+        throw std::invalid_argument("calibration key \"" + key + "\" is empty or holds a space");
+    CalibrationEntries entries;
+    if (const std::optional<std::string> text = read_text(path)) {
+        try {
+            entries = parse_entries(*text, path);
+        } catch (const CalibrationFileError &) {
+            // Malformed (or another format): replaced whole by a file of this entry.
+        }
+    }
+    entries[key] = CalibrationEntry{value, utc_text(written)};
+    replace_file(path, format_entries(entries));
+}
+
+// 16 hexadecimal digits.
+std::string hex_of(uint64_t value) {
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(value));
+    return hex;
+}
+
 } // namespace
 
 std::string calibration_key(const Topology &layout,
@@ -202,9 +309,7 @@ std::string calibration_key(const Topology &layout,
     hash.add(sizes_text(layout));
     for (const Dimension &d : layout.dims()) hash.add(algorithm_name(d.algorithm));
     for (const std::string &host : host_at_position) hash.add(host);
-    char hex[17];
-    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash.value()));
-    return sizes_text(layout) + "-" + hex;
+    return sizes_text(layout) + "-" + hex_of(hash.value());
 }
 
 CalibrationEntries read_calibration_file(const std::string &path) {
@@ -214,18 +319,30 @@ CalibrationEntries read_calibration_file(const std::string &path) {
 
 void write_calibration_entry(const std::string &path, const std::string &key,
                              const Topology &measured, std::time_t written) {
-    if (key.empty() || key.find_first_of(" \n") != std::string::npos)
-        throw std::invalid_argument("calibration key \"" + key + "\" is empty or holds a space");
-    CalibrationEntries entries;
-    if (const std::optional<std::string> text = read_text(path)) {
-        try {
-            entries = parse_entries(*text, path);
-        } catch (const CalibrationFileError &) {
-            // Malformed (or another format): replaced whole by a file of this entry.
-        }
-    }
-    entries[key] = CalibrationEntry{measured.to_spec(), utc_text(written)};
-    replace_file(path, format_entries(entries));
+    if (is_grid_key(key)) throw std::invalid_argument("\"" + key + "\" is a grid's key");
+    write_entry(path, key, measured.to_spec(), written);
+}
+
+std::string grid_key(std::vector<std::string> hosts) {
+    std::sort(hosts.begin(), hosts.end());
+    FieldHash hash;
+    for (const std::string &host : hosts) hash.add(host);
+    return "hosts" + std::to_string(hosts.size()) + "-" + hex_of(hash.value());
+}
+
+void write_grid_entry(const std::string &path, const std::string &key, const GridResult &grid,
+                      std::time_t written) {
+    if (!is_grid_key(key)) throw std::invalid_argument("\"" + key + "\" is no grid's key");
+    write_entry(path, key, grid_text(grid), written);
+}
+
+std::optional<GridResult> cached_grid(const CalibrationEntries &entries, const std::string &key,
+                                      int nodes) {
+    const auto found = entries.find(key);
+    if (found == entries.end()) return std::nullopt;
+    GridResult grid = parse_grid_text(found->second.spec);
+    if (grid.found && grid.coords.size() != size_t(nodes)) return std::nullopt;
+    return grid;
 }
 
 std::optional<Topology> cached_topology(const CalibrationEntries &entries, const std::string &key,

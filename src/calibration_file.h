@@ -1,13 +1,16 @@
-// calibration_file: measured dimension rates kept in a file for later jobs.
+// calibration_file: measured dimension rates, and grids found by probing, kept in a file
+// for later jobs.
 //
-// Calibration (calibration.h) costs about half a second per layout and communicator;
-// coll_themis_calibration_file names a file where the measured topology is kept, so a
-// later job on the same hosts, laid out the same way, plans with those numbers at once.
+// Calibration (calibration.h) costs about half a second per layout and communicator, and
+// probing the hosts' grid (grid_finder.h) seconds per job; coll_themis_calibration_file
+// names a file where both are kept, so a later job on the same hosts, laid out the same
+// way, plans with those numbers and that grid at once.
 //
 // The file is text, one entry per line, sorted by key:
 //
-//   themis-calibration 2
+//   themis-calibration 3
 //   KEY SPEC WRITTEN
+//   HOSTKEY GRID WRITTEN
 //   ...
 //
 //   KEY      calibration_key(): the dimension sizes, then a hash of the sizes, the
@@ -15,13 +18,19 @@
 //   SPEC     the measured topology in the dimension spec syntax (Topology::to_spec()),
 //            e.g. "2x4:bw=100Gbps,25GB/s:lat=2us,700ns:alg=ring,hd", with the fill curves
 //            where one was measured below full: "...:alg=ring,hd:fill=1,0.56/0.78/0.86/0.94".
+//   HOSTKEY  grid_key(): "hosts", the number of hosts, then a hash of their names, e.g.
+//            "hosts4-9b1c0e2f4a6d8c10".
+//   GRID     what probing found on those hosts: "grid=2x2:0.0,1.0,0.1,1.1" (the sizes, then
+//            every host's coordinate, hosts in name order), or "grid=none" (no grid: a
+//            flat network, or none that fits).
 //   WRITTEN  when it was measured, UTC, e.g. "2024-05-01T12:34:56Z" (for people: a
 //            network that changed calls for deleting the entry or the file).
 //
 // Fields are separated by one space and hold none. An empty file has no entries, nor has
 // one of format 1 ("themis-calibration 1": rates without fill curves, which this version
-// measures again). A file whose header differs otherwise (another format version) or
-// with any other line is rejected as a whole; writing an entry then replaces it.
+// measures again); format 2 (topologies only) is read as it is. A file whose header
+// differs otherwise (another format version) or with any other line is rejected as a
+// whole; writing an entry then replaces it.
 //
 // Writers replace the file by renaming a complete temporary file over it, so a reader
 // (or a concurrent writer, one per node) never sees a torn file. Two jobs that write
@@ -36,6 +45,7 @@
 #include <string>
 #include <vector>
 
+#include "grid_finder.h"
 #include "topology.h"
 
 namespace themis {
@@ -77,5 +87,18 @@ void write_calibration_entry(const std::string &path, const std::string &key,
 // nullopt when there is no entry or it is stale.
 std::optional<Topology> cached_topology(const CalibrationEntries &entries, const std::string &key,
                                         const Topology &layout);
+
+// The key of the grid of these hosts (their names, in any order).
+std::string grid_key(std::vector<std::string> hosts);
+
+// Sets the grid entry `key` (grid_key()) to `grid` (found or not: sizes and coordinates
+// only), as write_calibration_entry() does.
+void write_grid_entry(const std::string &path, const std::string &key, const GridResult &grid,
+                      std::time_t written = std::time(nullptr));
+
+// The grid kept under `key`, found (sizes and `nodes` coordinates) or not (no reason);
+// nullopt when there is no entry or its grid has another number of nodes.
+std::optional<GridResult> cached_grid(const CalibrationEntries &entries, const std::string &key,
+                                      int nodes);
 
 } // namespace themis

@@ -64,7 +64,7 @@ const Topology measured_2x2x2 = parse_topology("2x2x2:bw=40Gbps:lat=1us:alg=ring
 TEST_F(CalibrationFile, WritesTheDocumentedFormatSortedByKey) {
     write_calibration_entry(path_, "b-key", measured_2x4, may_first);
     write_calibration_entry(path_, "a-key", measured_2x2x2, may_first + 60);
-    EXPECT_EQ(read_text(), "themis-calibration 2\n"
+    EXPECT_EQ(read_text(), "themis-calibration 3\n"
                            "a-key " +
                                measured_2x2x2.to_spec() +
                                " 2024-05-01T12:35:56Z\n"
@@ -130,7 +130,7 @@ TEST_F(CalibrationFile, AFileOfFormatOneHasNoEntriesAndIsReplaced) {
     EXPECT_EQ(read_error(), "");
     EXPECT_TRUE(read_calibration_file(path_).empty());
     write_calibration_entry(path_, "other", measured_2x2x2, may_first);
-    EXPECT_EQ(read_text(), "themis-calibration 2\nother " + measured_2x2x2.to_spec() +
+    EXPECT_EQ(read_text(), "themis-calibration 3\nother " + measured_2x2x2.to_spec() +
                                " 2024-05-01T12:34:56Z\n");
 }
 
@@ -138,7 +138,7 @@ TEST_F(CalibrationFile, AFileOfFormatOneHasNoEntriesAndIsReplaced) {
 // Rejected files: the message names the path and the line
 
 TEST_F(CalibrationFile, WrongHeaderOrVersionNamesLineOne) {
-    for (const char *first : {"themis-calibration 3", "themis-calibration", "k 2x2 x"}) {
+    for (const char *first : {"themis-calibration 4", "themis-calibration", "k 2x2 x"}) {
         write_text(std::string(first) + "\n");
         EXPECT_NE(read_error().find(path_ + ":1: expected the header"), std::string::npos)
             << first << ": " << read_error();
@@ -161,7 +161,7 @@ TEST_F(CalibrationFile, MalformedLineNamesItsLine) {
         {good, "a second entry for the key k1"},
     };
     for (const auto &[line, message] : bad) {
-        write_text("themis-calibration 2\n" + good + "\n" + line +
+        write_text("themis-calibration 3\n" + good + "\n" + line +
                    "\nk3 2x2 2024-05-01T12:34:56Z\n");
         const std::string error = read_error();
         EXPECT_NE(error.find(path_ + ":3: " + message), std::string::npos)
@@ -242,6 +242,118 @@ TEST_F(CalibrationFile, ConcurrentWritersNeverShowATornFile) {
 
 const std::vector<std::string> hosts_2x4 = {"n0", "n0", "n1", "n1", "n2", "n2", "n3", "n3"};
 
+// ---------------------------------------------------------------------------------------
+// Grids found by probing
+
+GridResult grid_of(std::vector<int> sizes, std::vector<std::vector<int>> coords) {
+    GridResult grid;
+    grid.found = true;
+    grid.sizes = std::move(sizes);
+    grid.coords = std::move(coords);
+    return grid;
+}
+
+const std::vector<std::string> four_hosts = {"n0", "n1", "n2", "n3"};
+
+// 64-bit FNV-1a of the fields, each ended by a zero byte, in hexadecimal (written here from
+// the published constants, not src/fnv1a.h).
+std::string fnv1a_hex(const std::vector<std::string> &fields) {
+    uint64_t h = 14695981039346656037ull;
+    for (const std::string &field : fields) {
+        for (const char c : field + std::string(1, '\0')) {
+            h ^= static_cast<unsigned char>(c);
+            h *= 1099511628211ull;
+        }
+    }
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+    return hex;
+}
+
+TEST_F(CalibrationFile, GridEntriesAreWrittenAsDocumentedAndReadBack) {
+    const std::string key = grid_key(four_hosts);
+    write_grid_entry(path_, key, grid_of({2, 2}, {{0, 0}, {1, 0}, {0, 1}, {1, 1}}), may_first);
+    write_calibration_entry(path_, "2x4-k", measured_2x4, may_first);
+    EXPECT_EQ(read_text(), "themis-calibration 3\n"
+                           "2x4-k " +
+                               measured_2x4.to_spec() + " 2024-05-01T12:34:56Z\n" + key +
+                               " grid=2x2:0.0,1.0,0.1,1.1 2024-05-01T12:34:56Z\n");
+    const std::optional<GridResult> kept = cached_grid(read_calibration_file(path_), key, 4);
+    ASSERT_TRUE(kept);
+    EXPECT_TRUE(kept->found);
+    EXPECT_EQ(kept->sizes, (std::vector<int>{2, 2}));
+    EXPECT_EQ(kept->coords, (std::vector<std::vector<int>>{{0, 0}, {1, 0}, {0, 1}, {1, 1}}));
+    // Another number of hosts under the key (a collision, or a hand edit): not used.
+    EXPECT_FALSE(cached_grid(read_calibration_file(path_), key, 8));
+    EXPECT_FALSE(cached_grid(read_calibration_file(path_), grid_key({"a", "b", "c", "d"}), 4));
+}
+
+TEST_F(CalibrationFile, NoGridIsKeptToo) {
+    const std::string key = grid_key(four_hosts);
+    GridResult flat;
+    flat.reason = "a flat network";
+    write_grid_entry(path_, key, flat, may_first);
+    EXPECT_EQ(read_text(), "themis-calibration 3\n" + key + " grid=none 2024-05-01T12:34:56Z\n");
+    const std::optional<GridResult> kept = cached_grid(read_calibration_file(path_), key, 4);
+    ASSERT_TRUE(kept);
+    EXPECT_FALSE(kept->found);
+    // A found grid replaces it.
+    write_grid_entry(path_, key, grid_of({4}, {{0}, {1}, {2}, {3}}), may_first);
+    EXPECT_TRUE(cached_grid(read_calibration_file(path_), key, 4)->found);
+}
+
+TEST_F(CalibrationFile, AFileOfFormatTwoIsReadAsItIs) {
+    write_text("themis-calibration 2\nk " + measured_2x4.to_spec() + " 2024-05-01T12:34:56Z\n");
+    const CalibrationEntries entries = read_calibration_file(path_);
+    ASSERT_EQ(entries.size(), 1u);
+    EXPECT_EQ(entries.at("k").spec, measured_2x4.to_spec());
+}
+
+TEST_F(CalibrationFile, MalformedGridNamesItsLine) {
+    const std::string when = " 2024-05-01T12:34:56Z";
+    const std::vector<std::pair<std::string, std::string>> bad = {
+        {"hosts4-a 2x2:bw=1Gbps" + when, "the grid does not parse: expected grid="},
+        {"hosts4-a grid=" + when, "the grid does not parse: expected grid=SIZES:COORDS"},
+        {"hosts4-a grid=2x2" + when, "the grid does not parse: expected grid=SIZES:COORDS"},
+        {"hosts4-a grid=2x1:0.0,1.0" + when, "the grid does not parse: a dimension of fewer"},
+        {"hosts4-a grid=2x2:0.0,1.0,0.1" + when, "the grid does not parse: 3 coordinates for 4"},
+        {"hosts4-a grid=2x2:0.0,1.0,0.1,1.1,0.0" + when,
+         "the grid does not parse: coordinate 0.0 given twice"},
+        {"hosts4-a grid=2x2:0.0,1.0,0.1,2.1" + when,
+         "the grid does not parse: coordinate 2.1 outside"},
+        {"hosts4-a grid=2x2:0.0,1.0,0.1,1" + when,
+         "the grid does not parse: coordinate 1 has not one"},
+        {"hosts4-a grid=2x2:0.0,1.0,0.1,1.-1" + when,
+         "the grid does not parse: \"-1\" is no number"},
+        {"hosts4-a grid=2x99999999:0.0" + when,
+         "the grid does not parse: \"99999999\" is no number"},
+        {"hosts4-a grid=none:1" + when, "the grid does not parse: \"none\" is no number"},
+    };
+    for (const auto &[line, message] : bad) {
+        write_text("themis-calibration 3\nk1 " + measured_2x4.to_spec() + when + "\n" + line +
+                   "\n");
+        const std::string error = read_error();
+        EXPECT_NE(error.find(path_ + ":3: " + message), std::string::npos)
+            << "line \"" << line << "\": " << error;
+    }
+}
+
+TEST_F(CalibrationFile, GridAndTopologyKeysStayApart) {
+    EXPECT_THROW(write_calibration_entry(path_, grid_key(four_hosts), measured_2x4),
+                 std::invalid_argument);
+    EXPECT_THROW(write_grid_entry(path_, "2x4-k", GridResult()), std::invalid_argument);
+}
+
+TEST(CalibrationFileGridKey, NamesTheHostCountAndIgnoresTheirOrder) {
+    const std::string key = grid_key(four_hosts);
+    EXPECT_EQ(key.rfind("hosts4-", 0), 0u) << key;
+    EXPECT_EQ(key.size(), 7u + 16u) << key;
+    EXPECT_EQ(grid_key({"n3", "n1", "n0", "n2"}), key);
+    EXPECT_NE(grid_key({"n0", "n1", "n2", "n4"}), key);
+    // Stable across builds: 64-bit FNV-1a of the sorted names, each ended by a zero byte.
+    EXPECT_EQ(key, "hosts4-" + fnv1a_hex({"n0", "n1", "n2", "n3"}));
+}
+
 TEST(CalibrationFileKey, StartsWithTheSizesAndIsStable) {
     const std::string key = calibration_key(measured_2x4, hosts_2x4);
     EXPECT_EQ(key.rfind("2x4-", 0), 0u) << key;
@@ -250,7 +362,9 @@ TEST(CalibrationFileKey, StartsWithTheSizesAndIsStable) {
     EXPECT_EQ(calibration_key(measured_2x4, hosts_2x4), key);
     // The same in every build and release (a change orphans every file's entries): 64-bit
     // FNV-1a of "2x4", "ring", "hd", the eight hostnames, each ended by a zero byte.
-    EXPECT_EQ(key, "2x4-2df8e3e194b6603f");
+    std::vector<std::string> fields = {"2x4", "ring", "hd"};
+    fields.insert(fields.end(), hosts_2x4.begin(), hosts_2x4.end());
+    EXPECT_EQ(key, "2x4-" + fnv1a_hex(fields));
 }
 
 TEST(CalibrationFileKey, ChangesWithAnyHostnameOrTheirOrder) {

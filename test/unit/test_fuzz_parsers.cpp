@@ -251,9 +251,13 @@ class CalibrationFuzz {
     void check(const std::string &input) {
         std::ofstream(path_, std::ios::binary | std::ios::trunc) << input;
         try {
-            for (const auto &[key, entry] : read_calibration_file(path_)) {
+            const CalibrationEntries entries = read_calibration_file(path_);
+            for (const auto &[key, entry] : entries) {
                 EXPECT_FALSE(key.empty());
-                EXPECT_NO_THROW(parse_topology(entry.spec)) << entry.spec;
+                if (key.rfind("hosts", 0) == 0)
+                    EXPECT_NO_THROW(cached_grid(entries, key, 4)) << entry.spec;
+                else
+                    EXPECT_NO_THROW(parse_topology(entry.spec)) << entry.spec;
             }
         } catch (const CalibrationFileError &e) {
             EXPECT_EQ(std::string(e.what()).rfind(path_, 0), 0u) << e.what();
@@ -344,9 +348,31 @@ TEST(FuzzParsers, CalibrationFile) {
                   "themis-calibration 2\n"
                   "2x4-0011223344556677 2x4:bw=100Mbps:lat=2us:alg=ring,hd:fill=0.5/0.9 "
                   "2024-05-01T12:34:56Z\n",
+                  "themis-calibration 3\n"
+                  "hosts4-0011223344556677 grid=2x2:0.0,1.0,0.1,1.1 2024-05-01T12:34:56Z\n"
+                  "hosts8-0011223344556677 grid=none 2024-05-01T12:34:56Z\n",
                   "themis-calibration 2\n", "themis-calibration 1\n", ""},
-                 {"themis-calibration 2\n", "themis-calibration 1\n", " ", "\n", "2x2",
-                  ":bw=", ":fill=", "/", "Gbps", "2024-05-01T", "12:34:56Z", "99:99:99Z", "-", "x",
+                 {"themis-calibration 3\n",
+                  "themis-calibration 2\n",
+                  "themis-calibration 1\n",
+                  " ",
+                  "\n",
+                  "2x2",
+                  ":bw=",
+                  ":fill=",
+                  "/",
+                  "Gbps",
+                  "2024-05-01T",
+                  "12:34:56Z",
+                  "99:99:99Z",
+                  "-",
+                  "x",
+                  "hosts",
+                  "grid=",
+                  "none",
+                  ".",
+                  ",",
+                  ":",
                   std::string("\0", 1)}),
          budget_from_env(2000), [&](const std::string &input) { file.check(input); });
 }
