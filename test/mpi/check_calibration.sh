@@ -55,7 +55,7 @@ file=$OUT/calibration.txt
 run measured --mca coll_themis_dims 2x2 --mca coll_themis_calibration_file "$file"
 sources measured measured,measured measured,measured
 [ "$(measured_cost measured)" = 4 ] || fail "measured: the calibration's cost is not said on every rank"
-head -n 1 "$file" | grep -qx 'themis-calibration 2' || fail "measured: $file has no header"
+head -n 1 "$file" | grep -qx 'themis-calibration 3' || fail "measured: $file has no header"
 grep -Eq '^2x2-[0-9a-f]+-(cma[0-9,]+\+)?pml 2x2:bw=' "$file" || fail "measured: $file has no 2x2 entry"
 
 run cached --mca coll_themis_dims 2x2 --mca coll_themis_calibration_file "$file"
@@ -71,7 +71,7 @@ run format1 --mca coll_themis_dims 2x2 --mca coll_themis_calibration_file "$form
 sources format1 measured,measured measured,measured
 [ "$(measured_cost format1)" = 4 ] || fail "format1: a file of format 1 was used"
 ! grep -q 'cannot use the calibration file' "$OUT/format1.log" || fail "format1: reported as damaged"
-head -n 1 "$format1" | grep -qx 'themis-calibration 2' || fail "format1: the file was not rewritten"
+head -n 1 "$format1" | grep -qx 'themis-calibration 3' || fail "format1: the file was not rewritten"
 
 run given --mca coll_themis_dims 2x2:bw=10Gbps,20Gbps
 sources given given,given measured,measured
@@ -93,7 +93,7 @@ run damaged --mca coll_themis_dims 2x2 --mca coll_themis_calibration_file "$dama
 sources damaged measured,measured measured,measured
 n=$(grep -c 'cannot use the calibration file' "$OUT/damaged.log")
 [ "$n" -ge 1 ] && [ "$n" -le 4 ] || fail "damaged: said $n times (once per process at most)"
-head -n 1 "$damaged" | grep -qx 'themis-calibration 2' || fail "damaged: the file was not rewritten"
+head -n 1 "$damaged" | grep -qx 'themis-calibration 3' || fail "damaged: the file was not rewritten"
 
 run bad_value --mca coll_themis_dims 2x2 --mca coll_themis_calibration_seconds -1
 grep -q 'coll_themis_calibration_seconds has the value -1' "$OUT/bad_value.log" ||

@@ -11,7 +11,8 @@
 # set up); then runs it again as a user would, with dims=auto and the network's topology
 # file only, and checks that every rank measured both dimensions' rates, agreed, and got
 # them within 15 % of the links' payload rate; without the file, that probing finds these
-# hosts on one switch (no grid) and that a probe failing on one rank falls back on all; in CUDA builds runs the device-buffer checks
+# hosts on one switch (no grid), keeps that in the calibration file for the next job, and
+# that a probe failing on one rank falls back on all; in CUDA builds runs the device-buffer checks
 # against the emulated CUDA driver across the hosts; and tears the network down (always,
 # via trap).
 #
@@ -120,19 +121,29 @@ echo "rank 0's calibration: $(log_values "$log" calibration '' comm=MPI_COMM_WOR
 # here, so there is no grid: every rank says why and runs node level x nodes (2x4). Then a probe
 # that fails on one rank only (THEMIS_TEST_PROBE_FAILS on rank 3): the same fallback, and why, on
 # every rank. Every result checked by netcheck both times.
-probe_run() {  # probe_run NAME FAILING_RANK
-    netem_run --mca coll_themis_dims auto --mca coll_themis_verbose 1 -- \
-        /bin/bash -c '[ "$OMPI_COMM_WORLD_RANK" = "'"$2"'" ] && export THEMIS_TEST_PROBE_FAILS=1; exec "$@"' probe \
-        "$exe" 262144 -v || fail "$1: MPI run (rc $?)"
-    grep -q '^NETCHECK_OK ranks=8 ' "$log" || fail "$1: netcheck did not report NETCHECK_OK on 8 ranks"
+probe_run() {  # probe_run NAME FAILING_RANK [MPIRUN_OPTION...]
+    local name=$1 failing=$2
+    shift 2
+    netem_run --mca coll_themis_dims auto --mca coll_themis_verbose 1 "$@" -- \
+        /bin/bash -c '[ "$OMPI_COMM_WORLD_RANK" = "'"$failing"'" ] && export THEMIS_TEST_PROBE_FAILS=1; exec "$@"' probe \
+        "$exe" 262144 -v || fail "$name: MPI run (rc $?)"
+    grep -q '^NETCHECK_OK ranks=8 ' "$log" || fail "$name: netcheck did not report NETCHECK_OK on 8 ranks"
     n=$(log_count "$log" selected comm=MPI_COMM_WORLD cid=0 'dims=2x4:.*' levels=node,network)
-    [ "$n" = 8 ] || fail "$1: $n of 8 ranks laid the job out as node level x nodes (2x4)"
+    [ "$n" = 8 ] || fail "$name: $n of 8 ranks laid the job out as node level x nodes (2x4)"
 }
-probe_run "probing a flat network" none
+# The outcome is kept in the calibration file (a finished search: no grid, here), and the
+# next job on these hosts takes it from there without probing.
+cal=$ranks/calibration
+probe_run "probing a flat network" none --mca coll_themis_calibration_file "$cal"
 n=$(log_count "$log" grid comm=MPI_COMM_WORLD source=none 'probes=[1-9][0-9]*' \
   'why=probing found no grid: a flat network.*')
 [ "$n" = 8 ] || fail "probing a flat network: $n of 8 ranks said it is flat"
 probed=$(log_values "$log" grid probes,seconds comm=MPI_COMM_WORLD rank=0)
+grep -Eq '^hosts4-[0-9a-f]{16} grid=none ' "$cal" || fail "probing a flat network: no grid=none entry in $cal"
+probe_run "the next job" none --mca coll_themis_calibration_file "$cal"
+n=$(log_count "$log" grid comm=MPI_COMM_WORLD source=none probes=0 kept=file \
+  'why=probing found no grid: so kept by an earlier job.*')
+[ "$n" = 8 ] || fail "the next job: $n of 8 ranks took the flat network from the calibration file"
 probe_run "a probe failing on rank 3" 3
 n=$(log_count "$log" grid comm=MPI_COMM_WORLD source=none 'why=probing found no grid: a probe failed on some rank')
 [ "$n" = 8 ] || fail "a probe failing on rank 3: $n of 8 ranks fell back saying so"
@@ -152,5 +163,5 @@ if [ -f "$fake" ] && [ -x "$cudacheck" ]; then
     [ "$n" = 8 ] || fail "device buffers: $n of 8 ranks ran dimension 0 by IPC and bounced the network"
     cuda="device buffers checked (IPC inside hosts, pinned bounce between them)"
 fi
-echo "netem smoke: OK: Open MPI $series: themis ran the allreduce on 8 ranks across 8 namespaces on 4 hosts, messages in parts on both dimensions ($bytes bytes sent on ${PREFIX}0 d0); dims=auto measured $rates; probing found the flat network flat (probes|seconds: $probed) and a failed probe fell back on every rank; $cuda; in $(( $(date +%s) - start )) s"
+echo "netem smoke: OK: Open MPI $series: themis ran the allreduce on 8 ranks across 8 namespaces on 4 hosts, messages in parts on both dimensions ($bytes bytes sent on ${PREFIX}0 d0); dims=auto measured $rates; probing found the flat network flat (probes|seconds: $probed), the next job took that from the calibration file, and a failed probe fell back on every rank; $cuda; in $(( $(date +%s) - start )) s"
 exit 0

@@ -62,15 +62,6 @@ bool plausible(const std::vector<DimensionRates> &rates, const std::vector<int> 
     return true;
 }
 
-// A calibration file that cannot be read or written is said once per process; the job
-// runs on with measured numbers.
-void report_file_problem(const std::string &what) {
-    static bool shown = false;
-    if (!shown)
-        mca_coll_themis_show_help("calibration-file", params().calibration_file, what.c_str());
-    shown = true;
-}
-
 // The file's rates when every rank read the same ones for this layout; empty otherwise.
 std::vector<DimensionRates> rates_from_file(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
                                             const Topology &topo, const std::string &key,
@@ -80,7 +71,7 @@ std::vector<DimensionRates> rates_from_file(mca_coll_themis_module_t *m, ompi_co
         cached = cached_topology(read_calibration_file(params().calibration_file), key, topo);
     } catch (const CalibrationFileError &e) {
         note = e.what();
-        report_file_problem(note);
+        report_calibration_file_problem(note);
     }
     const uint64_t print = cached ? cached->fingerprint() : 0;
     if (!all_hold(m, comm, {double(print >> 32), double(print & 0xffffffffu)}) || !cached)
@@ -90,19 +81,30 @@ std::vector<DimensionRates> rates_from_file(mca_coll_themis_module_t *m, ompi_co
 
 void store_in_file(ompi_communicator_t *comm, const Topology &measured, const std::string &key,
                    std::string &note) {
-    // One writer per node (its lowest rank here), so that every node's disk gets the file.
-    const int me = ompi_comm_rank(comm);
-    for (int r = 0; r < me; ++r)
-        if (OPAL_PROC_ON_LOCAL_NODE(ompi_comm_peer_lookup(comm, r)->super.proc_flags)) return;
+    if (!writes_for_node(comm)) return;
     try {
         write_calibration_entry(params().calibration_file, key, measured);
     } catch (const CalibrationFileError &e) {
         note = e.what();
-        report_file_problem(note);
+        report_calibration_file_problem(note);
     }
 }
 
 } // namespace
+
+void report_calibration_file_problem(const std::string &what) {
+    static bool shown = false;
+    if (!shown)
+        mca_coll_themis_show_help("calibration-file", params().calibration_file, what.c_str());
+    shown = true;
+}
+
+bool writes_for_node(ompi_communicator_t *comm) {
+    const int me = ompi_comm_rank(comm);
+    for (int r = 0; r < me; ++r)
+        if (OPAL_PROC_ON_LOCAL_NODE(ompi_comm_peer_lookup(comm, r)->super.proc_flags)) return false;
+    return true;
+}
 
 std::string process_key(ompi_communicator_t *comm, const RankLayout &layout,
                         const std::string &transport_name) {

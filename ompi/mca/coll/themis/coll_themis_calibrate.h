@@ -81,6 +81,14 @@ template <typename T> class ProcessMemo {
     std::map<std::string, T> values_;
 };
 
+// A calibration file that cannot be read or written: said once per process (the help
+// file's calibration-file); the job runs on with measured numbers.
+void report_calibration_file_problem(const std::string &what);
+
+// Whether this rank writes the calibration file for its node: the node's lowest rank in
+// `comm`, so that every node's disk gets the file and no two ranks of a node race.
+bool writes_for_node(ompi_communicator_t *comm);
+
 // Collective over `comm`: replaces `values` by their element-wise maximum over the ranks
 // (the previous module's All-Reduce).
 void agree_max(mca_coll_themis_module_t *m, ompi_communicator_t *comm, std::vector<double> &values);

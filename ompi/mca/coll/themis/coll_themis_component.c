@@ -169,8 +169,8 @@ static const themis_param_t themis_params[] = {
              "fraction) before the rates are revised at run time; 0 = never"},
     {.name = "calibration_file", FIELD(calibration_file), .level = OPAL_INFO_LVL_4,
      .help = "File that keeps measured rates between jobs, keyed by the layout and its "
-             "hosts; delete it when the network changes (valid: empty = none, or a path "
-             "in a writable directory)"},
+             "hosts, and grids found by probing, keyed by the hosts; delete it when the "
+             "network changes (valid: empty = none, or a path in a writable directory)"},
     {.name = "single_dim", FIELD(single_dim), .level = OPAL_INFO_LVL_5,
      .default_value = false,
      .help = "Run themis also when dims=auto finds a single dimension (all ranks on one "

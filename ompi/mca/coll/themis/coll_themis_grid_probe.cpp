@@ -2,6 +2,7 @@
 #include "coll_themis_grid_probe.h"
 #include "coll_themis_calibrate.h"
 #include "coll_themis_log.h"
+#include "coll_themis_params.h"
 #include "coll_themis_setup_task.h"
 #include "coll_themis_test_hooks.h"
 
@@ -13,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "calibration_file.h"
 #include "fnv1a.h"
 #include "ompi/mca/pml/pml.h"
 #include "ompi/op/op.h"
@@ -288,6 +290,35 @@ bool all_hold(mca_coll_themis_module_t *m, ompi_communicator_t *comm, const std:
     return v[2] == 0 && v[0] == -v[3] && v[1] == -v[4];
 }
 
+bool file_named() { return params().calibration_file && params().calibration_file[0]; }
+
+// The grid an earlier job kept for these hosts in coll_themis_calibration_file, encoded;
+// "" when none (a file that cannot be read is said by the calibration, which reads it next).
+std::string grid_in_file(const std::vector<std::string> &hosts) {
+    if (!file_named()) return "";
+    try {
+        const std::optional<GridResult> kept = cached_grid(
+            read_calibration_file(params().calibration_file), grid_key(hosts), int(hosts.size()));
+        if (!kept) return "";
+        GridResult grid = *kept;
+        if (!grid.found) grid.reason = "so kept by an earlier job (coll_themis_calibration_file)";
+        return encode(grid);
+    } catch (const CalibrationFileError &) {
+        return "";
+    }
+}
+
+// A finished search's grid (found or not) into the file, by one rank per node.
+void keep_in_file(ompi_communicator_t *comm, const std::vector<std::string> &hosts,
+                  const GridResult &grid) {
+    if (!file_named() || !writes_for_node(comm)) return;
+    try {
+        write_grid_entry(params().calibration_file, grid_key(hosts), grid);
+    } catch (const CalibrationFileError &e) {
+        report_calibration_file_problem(e.what());
+    }
+}
+
 } // namespace
 
 ProbeOutcome probe_grid(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
@@ -309,7 +340,14 @@ ProbeOutcome probe_grid(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
     const std::string known = probed_grids.find(key);
     if (all_hold(m, comm, known, !known.empty())) {
         outcome.grid = decode(known, nodes);
-        outcome.remembered = true;
+        outcome.kept = ProbeOutcome::Kept::Process;
+        return outcome;
+    }
+    const std::string filed = grid_in_file(hosts);
+    if (all_hold(m, comm, filed, !filed.empty())) {
+        outcome.grid = decode(filed, nodes);
+        outcome.kept = ProbeOutcome::Kept::File;
+        probed_grids.store(key, filed);
         return outcome;
     }
     GridSearch search(nodes, hosts);
@@ -339,6 +377,7 @@ ProbeOutcome probe_grid(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
     outcome.seconds = since(start);
     if (stopped.empty()) {
         outcome.grid = search.result();
+        keep_in_file(comm, hosts, outcome.grid); // not a failure or a budget run out
     } else {
         outcome.grid = GridResult();
         outcome.grid.reason = stopped;

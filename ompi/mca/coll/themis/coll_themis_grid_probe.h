@@ -16,7 +16,10 @@
 //                  `shared` alike (slowed_down()) and stops alike when the budget
 //                  (coll_themis_grid_probe_seconds) runs out or a rank failed;
 //   remembered     in this process by the hosts (communicators over the same hosts probe
-//                  once), used only when every rank remembers the same grid.
+//                  once) and, when a search finished (a grid or none, not a failure or a
+//                  budget run out), in coll_themis_calibration_file for later jobs on the
+//                  same hosts (calibration_file.h); either is used only when every rank
+//                  holds the same grid, the process's first.
 #pragma once
 
 #include "coll_themis_prelude.h"
@@ -30,9 +33,10 @@
 namespace themis {
 
 struct ProbeOutcome {
-    GridResult grid;    // found, or why not (grid.reason)
-    double seconds = 0; // this rank's time probing (0 when remembered)
-    bool remembered = false;
+    enum class Kept { No, Process, File }; // probed now, or where it was remembered
+    GridResult grid;                       // found, or why not (grid.reason)
+    double seconds = 0;                    // this rank's time probing (0 when remembered)
+    Kept kept = Kept::No;
 };
 
 // Collective over m's communicator; `comm`: the set-up's private duplicate, whose point-to-point

@@ -30,13 +30,15 @@
  * Level 1, once per communicator, while it is set up (its first eligible call):
  *   setup           buffers=host|device           the set-up starts
  *   grid            source=given|topo_file|slurm|probe|none dims=NxN...|SPEC|none seconds=S
- *                   [probes=N] [coords=HOST:C0.C1...,...] [why=TEXT]
+ *                   [probes=N] [kept=process|file] [coords=HOST:C0.C1...,...] [why=TEXT]
  *                                                 where the hosts' grid comes from, first
  *                                                 that applies: coll_themis_dims given (dims:
  *                                                 the spec), coll_themis_topo_file, Slurm's
  *                                                 switch tree, probing (probes measured, 0:
- *                                                 remembered); none: node level x nodes, and
- *                                                 why; coords: each host's coordinates
+ *                                                 remembered, kept: where, this process or
+ *                                                 coll_themis_calibration_file); none: node
+ *                                                 level x nodes, and why; coords: each host's
+ *                                                 coordinates
  *   declined        reason=... [why=TEXT]         themis leaves the communicator to the
  *                                                 module below it (previous module), on
  *                                                 every rank alike:

@@ -91,7 +91,8 @@ struct GridChoice {
     std::optional<HostGrid> grid;
     std::string why;    // none: why there is no grid
     bool slurm = false; // some rank has Slurm's variables (then no probing)
-    long probes = -1;   // probe: probes measured (0: remembered in this process)
+    long probes = -1;   // probe: probes measured (0: remembered)
+    std::string kept;   // probe, remembered: "process" or "file" (coll_themis_calibration_file)
     double seconds = 0;
 };
 
@@ -183,7 +184,9 @@ void grid_by_probing(mca_coll_themis_module_t *m, const RankPlacement &placement
     }
     const ProbeOutcome probed =
         probe_grid(m, m->context->dup, placement.host_of, params().grid_probe_seconds);
-    choice.probes = probed.remembered ? 0 : probed.grid.probes;
+    choice.probes = probed.kept == ProbeOutcome::Kept::No ? probed.grid.probes : 0;
+    if (probed.kept != ProbeOutcome::Kept::No)
+        choice.kept = probed.kept == ProbeOutcome::Kept::File ? "file" : "process";
     if (!probed.grid.found) {
         choice.why = "probing found no grid: " + probed.grid.reason;
         return;
@@ -249,6 +252,7 @@ void report_grid(ompi_communicator_t *comm, const GridChoice &choice) {
     }
     event.add("dims", dims).add("seconds", choice.seconds, "%.3f");
     if (choice.probes >= 0) event.add("probes", (long long)choice.probes);
+    if (!choice.kept.empty()) event.add("kept", choice.kept);
     if (choice.grid) event.add("coords", coords);
     if (!choice.grid && !choice.why.empty()) event.add("why", choice.why);
     event.emit(1, comm);
