@@ -4,11 +4,11 @@
 // planner uses it to choose the number of chunks and, on dimensions that allow more than
 // one (Dimension::alternatives), the algorithm of each:
 //
-//   chunks      PlanRequest::chunks > 0 fixes the count; kAutoChunks tries 1, 2, 4, ... up
-//               to kMaxAutoChunks and stops once the prediction rose twice in a row past
-//               the best: more chunks fill the pipeline sooner but pay every stage's
-//               latency more often, so the prediction falls, then rises. Either way no
-//               chunk is smaller than min_chunk_bytes or holds no data.
+//   chunks      PlanRequest::chunks > 0 fixes the count; kAutoChunks tries every one of 1,
+//               2, 4, ... up to kMaxAutoChunks: more chunks fill the pipeline sooner but pay
+//               every stage's latency more often, and past some count K stages fit in
+//               max_active_bytes at once, so the prediction falls, rises, and can fall again.
+//               Either way no chunk is smaller than min_chunk_bytes or holds no data.
 //   algorithms  at the best count, every alternative of one dimension at a time that takes
 //               fewer steps (they all move the same bytes), kept when predicted faster; if
 //               any was kept, the counts either side are tried again.
