@@ -22,11 +22,20 @@
 # (A="" is the oracle: `run --themis` gives the network's exact spec). Two builds of the
 # component: A="--mca mca_base_component_path DIR_A:OMPI_DIR" and the same for B (DIR: a
 # build's component/, OMPI_DIR: Open MPI's own components, `netem.py ompi components`).
+# IMPL_A, IMPL_B [themis]: themis-bench's implementation of each setting. What an
+# implementation sets by info key wins over the same MCA parameter: themis sets
+# themis_policy=themis, so the baseline order is IMPL_B=themis_baseline, never
+# B="--mca coll_themis_policy baseline" (refused: it would measure themis twice).
 set -uo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 : "${SPEC:?set SPEC, e.g. SPEC=2x2x2:bw=50Mbps,100Mbps,200Mbps}"
-A=${A:-} B=${B:-} NET_A=${NET_A:-} NET_B=${NET_B:-}
+A=${A:-} B=${B:-} NET_A=${NET_A:-} NET_B=${NET_B:-} IMPL_A=${IMPL_A:-themis} IMPL_B=${IMPL_B:-themis}
+case "$A $B" in
+  *coll_themis_policy*)
+    echo "run_netem_ab: coll_themis_policy in A or B has no effect (themis-bench's implementation sets the policy by info key): use IMPL_A/IMPL_B=themis_baseline" >&2
+    exit 2 ;;
+esac
 ROUNDS=${ROUNDS:-3}
 SIZES=${SIZES:-16M:16M}
 ITERS=${ITERS:-5}
@@ -54,14 +63,14 @@ up "$NET_A"
 echo "# $SPEC, $COLLS, $SIZES, $ITERS iterations, $LOAD busy loops beside; per collective: util% / avg ms"
 for round in $(seq 1 "$ROUNDS"); do
   for setting in A B; do
-    net=NET_$setting
+    net=NET_$setting impl=IMPL_$setting
     [ "$NET_A" = "$NET_B" ] || up "${!net}"
     # shellcheck disable=SC2086  # A and B are lists of options
     line=$(python3 "$NETEM" run --themis --timeout "$TIMEOUT" -- ${!setting} \
       "$build/bench/themis-bench" -m "$SIZES" -i "$ITERS" -x 1 -c --collective "$COLLS" \
-      --impl themis --dims "$SPEC" 2>&1 |
-      awk '$2 == "themis" { printf "%s%% / %.1f  ", $8, $3 / 1000 } /validation: FAILED/ { bad = 1 }
-           END { if (bad) printf "VALIDATION FAILED" }')
+      --impl "${!impl}" --dims "$SPEC" 2>&1 |
+      awk -v impl="${!impl}" '$2 == impl { printf "%s%% / %.1f  ", $8, $3 / 1000 }
+           /validation: FAILED/ { bad = 1 } END { if (bad) printf "VALIDATION FAILED" }')
     echo "round $round $setting: $line"
   done
 done

@@ -27,7 +27,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    /* Each line written at once: stderr may share stdout's pipe (test/netem/smoke.sh). */
+    /* Each line written at once: stderr may share stdout's file (test/netem/smoke.sh). */
     setvbuf(stdout, NULL, _IOLBF, 0);
     for (int i = 1; i < argc; i++) {
         if (0 == strcmp(argv[i], "-v")) verbose = 1;

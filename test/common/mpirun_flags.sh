@@ -11,11 +11,9 @@
 #   series              the series, "4.1" or "5.0" (from mpirun --version)
 #   base                what every test run needs on this box: run as root when root,
 #                       more ranks than cores, no binding (ranks share two cores)
-#   output DIR          each rank's output in files under DIR/<job>/rank.N/ (stdout, and
-#                       stderr or, on 5.0, stderr merged into stdout)
-#   one-stream          the words to put before the program so that each rank writes its
-#                       stderr into its stdout itself: 5.0's merge joins the two pipes by
-#                       whatever it read from each, cutting lines; nothing on 4.1
+#   rank-log DIR        the words to put before the program so that each rank writes its
+#                       stdout and stderr itself into DIR/rank.N.log (N: its MPI_COMM_WORLD
+#                       rank; DIR must exist), past the launcher's output forwarding
 #   component-path DIRS where coll/themis and Open MPI's own components are loaded from
 #   launch-agent CMD    start the remote daemons with CMD instead of ssh, one level deep
 #   oob-if SUBNET       the daemons' own (out-of-band) traffic on SUBNET only
@@ -57,19 +55,15 @@ mpirun_flags() {
       # --map-by :OVERSUBSCRIBE); only root needs the former.
       [ "$(id -u)" != 0 ] || echo --allow-run-as-root
       printf '%s\n' --oversubscribe --bind-to none ;;
-    output)
-      # 4.1: --output-filename DIR writes DIR/1/rank.N/. 5.0 took that spelling for a file
-      # name prefix (DIR.prterun-...); its directory form is --output dir=DIR, where 5.0.9
-      # opens a rank's second stream's file after its first one's, fails (PMIX_ERR_EXISTS)
-      # and loses that stream, console included: one stream per rank, stderr merged in.
-      if [ "$series" = 5.0 ]; then printf '%s\n' --output "merge-stderr-to-stdout,dir=${2:?output needs DIR}"
-      else printf '%s\n' --output-filename "${2:?output needs DIR}"; fi ;;
-    one-stream)
-      # 5.0 reads a rank's stdout and stderr pipes in blocks and writes what it read into
-      # the one file as it comes: a burst of event lines longer than a block was cut, and a
-      # line of the other stream landed inside it (seen in CI). One pipe keeps every line
-      # whole (a rank writes each line at once: opal_output, line-buffered stdout).
-      [ "$series" != 5.0 ] || printf '%s\n' /bin/sh -c 'exec "$0" "$@" 2>&1' ;;
+    rank-log)
+      # The same on both series, and no mpirun option: the launchers' own per-rank files
+      # cut lines. 5.0.9's --output dir= (stderr merged into stdout) joined a rank's two
+      # pipes by whatever it read from each, and put another rank's line inside a line cut
+      # at a 4 KiB read (CI: a stats event read without its value); on the console, lines
+      # of different ranks interleave alike. A rank writing its own file keeps every line
+      # whole: it writes each line at once (opal_output; line-buffered stdout).
+      printf '%s\n' /bin/sh -c 'exec "$@" >"$0/rank.$OMPI_COMM_WORLD_RANK.log" 2>&1' \
+        "${2:?rank-log needs DIR}" ;;
     component-path)
       # The MCA name itself: 5.0's synonym mca_component_path given with --mca does not
       # reach the ranks (the environment form does); mca_base_component_path does, on both.

@@ -48,9 +48,9 @@
 #   --timeout S            limit for mpirun (default $THEMIS_MPI_TIMEOUT or 240)
 # Environment: MPIRUN, THEMIS_BUILDDIR (default: <this dir>/../../build),
 #   OMPI_DEFAULT_COMPONENT_DIR (Open MPI's own component dir; it must stay in the path).
-# Logs: $THEMIS_BUILDDIR/test/mpi/logs/NAME/: console.log, ranks/ (per-rank files from
-#   mpirun's per-rank output files: lines of different ranks never interleave there),
-#   ranks.log (those, concatenated), component/ (the copy of the DSO the run used).
+# Logs: $THEMIS_BUILDDIR/test/mpi/logs/NAME/: console.log (mpirun's own), ranks/rank.N.log
+#   (what each rank printed, written by the rank itself: mpirun_flags rank-log), ranks.log
+#   (those, concatenated), all.log (both), component/ (the copy of the DSO the run used).
 set -uo pipefail
 
 # shellcheck source=../common/mpi_env.sh
@@ -133,11 +133,11 @@ pre=(--chunks "${MCA[coll_themis_chunks]:-64}" --min-bytes "${MCA[coll_themis_mi
 PROG_ARGS=("${pre[@]}" "${PROG_ARGS[@]}")
 
 mpirun_cmd "$COMPDIR" || die "cannot tell how to run $MPIRUN"
-mapfile -t output < <(mpirun_flags output "$LOGDIR/ranks")
-mapfile -t one_stream < <(mpirun_flags one-stream)
-cmd=(timeout -k 10 "$TIMEOUT" "${MPIRUN_CMD[@]}" -np "$NP" "${output[@]}")
+mkdir -p "$LOGDIR/ranks"
+mapfile -t rank_log < <(mpirun_flags rank-log "$LOGDIR/ranks")
+cmd=(timeout -k 10 "$TIMEOUT" "${MPIRUN_CMD[@]}" -np "$NP")
 for k in $(printf '%s\n' "${!MCA[@]}" | sort); do cmd+=(--mca "$k" "${MCA[$k]}"); done
-cmd+=("${one_stream[@]}" "$PROG" "${PROG_ARGS[@]}")
+cmd+=("${rank_log[@]}" "$PROG" "${PROG_ARGS[@]}")
 
 echo "run_mpi_check: $NAME: ${cmd[*]}"
 start=$(date +%s.%N)
@@ -145,15 +145,11 @@ start=$(date +%s.%N)
 rc=$?
 secs=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')
 
-# What the ranks printed, one rank after the other: lines of different ranks can be
-# cut and interleaved on the console, never in these files. ALL adds the console
-# (mpirun's own messages).
+# What the ranks printed, one rank after the other, every line whole. ALL adds the
+# console (mpirun's own messages).
 RANKS=$LOGDIR/ranks.log ALL=$LOGDIR/all.log
 : >"$RANKS"
-if [ -d "$LOGDIR/ranks" ]; then
-  find "$LOGDIR/ranks" -type f \( -name stdout -o -name stderr \) | sort | xargs -r cat >"$RANKS"
-fi
-[ -s "$RANKS" ] || cp "$CONSOLE" "$RANKS"
+find "$LOGDIR/ranks" -type f -name 'rank.*.log' | sort -V | xargs -r cat >"$RANKS"
 cat "$RANKS" "$CONSOLE" >"$ALL"
 
 problems=()
@@ -168,7 +164,7 @@ elif [ -n "$EXPECT_FAILURE" ]; then
   grep -Eq -- "$EXPECT_FAILURE" "$ALL" || tr '\n' ' ' <"$ALL" | grep -Eq -- "$EXPECT_FAILURE" ||
     fail "output does not match /$EXPECT_FAILURE/"
 else
-  verdict=$(grep -ho 'themis_[a-z_]*: [0-9]* passed, [0-9]* failed' "$CONSOLE" | tail -1)
+  verdict=$(grep -ho 'themis_[a-z_]*: [0-9]* passed, [0-9]* failed' "$RANKS" | tail -1)
   [ "$rc" = 0 ] || fail "mpirun exited $rc"
   case $verdict in
     *" passed, 0 failed") ;;
@@ -247,6 +243,6 @@ echo "run_mpi_check: FAIL $NAME (${secs}s, exit $rc); log: $CONSOLE"
 printf '  - %s\n' "${problems[@]}"
 echo "---- program failures (first 40) ----"
 grep -h 'themis_[a-z_]*: FAIL' "$RANKS" | head -40
-echo "---- last 40 lines of $CONSOLE ----"
-tail -40 "$CONSOLE"
+echo "---- last 40 lines of $ALL (the ranks' files, then mpirun's console) ----"
+tail -40 "$ALL"
 exit 1

@@ -66,19 +66,19 @@ fail() {
 }
 
 # netem_run runs `netem.py run`; $log gets what the ranks printed, one rank after the other,
-# from their own files: on the console, lines of different ranks, and of a rank's two
-# streams, can be cut and interleaved (a stats line cut so was read as missing, CI on 5.0).
-mapfile -t output < <(mpirun_flags output "$ranks/out")
-mapfile -t one_stream < <(mpirun_flags one-stream)
+# from the files they write themselves (mpirun_flags rank-log): on the console, and in the
+# launcher's own per-rank files, lines can be cut and interleaved (a stats line cut so was
+# read as missing, CI on 5.0).
+mapfile -t rank_log < <(mpirun_flags rank-log "$ranks/out")
 netem_run() {  # netem_run MPIRUN_OPTION... -- PROGRAM ARG...
     local opts=() rc
     while [ $# -gt 0 ] && [ "$1" != -- ]; do opts+=("$1"); shift; done
     shift
-    rm -rf "$ranks/out"
-    timeout 180 "$PY" "$NETEM" run --prefix "$PREFIX" --timeout 120 --themis -- "${output[@]}" \
-        "${opts[@]}" "${one_stream[@]}" "$@" >"$ranks/console" 2>&1
+    rm -rf "$ranks/out" && mkdir -p "$ranks/out"
+    timeout 180 "$PY" "$NETEM" run --prefix "$PREFIX" --timeout 120 --themis -- \
+        "${opts[@]}" "${rank_log[@]}" "$@" >"$ranks/console" 2>&1
     rc=$?
-    find "$ranks/out" -type f -path '*/rank.*' 2>/dev/null | sort -V | xargs -r cat >"$log"
+    find "$ranks/out" -type f -name 'rank.*.log' | sort -V | xargs -r cat >"$log"
     return $rc
 }
 

@@ -1053,8 +1053,8 @@ int main(int argc, char **argv)
                     &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &world_size);
-    /* Each line written at once: a rank's stderr may share its stdout's pipe
-     * (test/common/mpirun_flags.sh, one-stream). */
+    /* Each line written at once: a rank's stderr may share its stdout's file
+     * (test/common/mpirun_flags.sh, rank-log). */
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (!options_ok || world_size > 64) {
         usage();
