@@ -134,19 +134,6 @@ GridResult parse_grid_text(const std::string &text) {
     return grid;
 }
 
-std::string grid_text(const GridResult &grid) {
-    if (!grid.found) return "grid=none";
-    std::string text = "grid=";
-    for (size_t d = 0; d < grid.sizes.size(); ++d)
-        text += (d ? "x" : "") + std::to_string(grid.sizes[d]);
-    for (size_t n = 0; n < grid.coords.size(); ++n) {
-        text += n ? ',' : ':';
-        for (size_t d = 0; d < grid.coords[n].size(); ++d)
-            text += (d ? "." : "") + std::to_string(grid.coords[n][d]);
-    }
-    return text;
-}
-
 std::string with_errno(const std::string &what) { return what + ": " + std::strerror(errno); }
 
 // The file's contents; nullopt when it does not exist.
@@ -352,6 +339,19 @@ std::optional<Topology> cached_topology(const CalibrationEntries &entries, const
     Topology cached = parse_topology(found->second.spec);
     if (!same_sizes_and_algorithms(cached, layout)) return std::nullopt;
     return cached;
+}
+
+std::string grid_text(const GridResult &grid) {
+    if (!grid.found) return "grid=none";
+    std::string text = "grid=";
+    for (size_t d = 0; d < grid.sizes.size(); ++d)
+        text += (d ? "x" : "") + std::to_string(grid.sizes[d]);
+    for (size_t n = 0; n < grid.coords.size(); ++n) {
+        text += n ? ',' : ':';
+        for (size_t d = 0; d < grid.coords[n].size(); ++d)
+            text += (d ? "." : "") + std::to_string(grid.coords[n][d]);
+    }
+    return text;
 }
 
 } // namespace themis

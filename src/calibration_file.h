@@ -96,6 +96,10 @@ std::string grid_key(std::vector<std::string> hosts);
 void write_grid_entry(const std::string &path, const std::string &key, const GridResult &grid,
                       std::time_t written = std::time(nullptr));
 
+// A grid as the file's GRID field writes it: its sizes and every node's coordinate, or
+// "grid=none"; not its reason, rates or probe count.
+std::string grid_text(const GridResult &grid);
+
 // The grid kept under `key`, found (sizes and `nodes` coordinates) or not (no reason);
 // nullopt when there is no entry or its grid has another number of nodes.
 std::optional<GridResult> cached_grid(const CalibrationEntries &entries, const std::string &key,

@@ -42,35 +42,8 @@ double since(Clock::time_point start) {
     return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// Grids found in this process, by the hosts (sorted, joined).
-ProcessMemo<std::string> probed_grids;
-
-std::string encode(const GridResult &g) {
-    std::ostringstream out;
-    if (!g.found) return "none " + g.reason;
-    out << "grid";
-    for (int n : g.sizes) out << ' ' << n;
-    out << " |";
-    for (const auto &c : g.coords)
-        for (int x : c) out << ' ' << x;
-    return out.str();
-}
-
-GridResult decode(const std::string &text, int nodes) {
-    GridResult g;
-    if (text.compare(0, 5, "none ") == 0) {
-        g.reason = text.substr(5);
-        return g;
-    }
-    std::istringstream in(text.substr(5));
-    std::string word;
-    while (in >> word && word != "|") g.sizes.push_back(std::stoi(word));
-    g.coords.assign(nodes, std::vector<int>(g.sizes.size()));
-    for (auto &c : g.coords)
-        for (int &x : c) in >> x;
-    g.found = true;
-    return g;
-}
+// Grids found in this process (or none), by the hosts (sorted, joined).
+ProcessMemo<std::optional<GridResult>> probed_grids;
 
 void agree_max_patiently(ompi_communicator_t *dup, std::vector<double> &values);
 
@@ -292,20 +265,26 @@ bool all_hold(mca_coll_themis_module_t *m, ompi_communicator_t *comm, const std:
 
 bool file_named() { return params().calibration_file && params().calibration_file[0]; }
 
-// The grid an earlier job kept for these hosts in coll_themis_calibration_file, encoded;
-// "" when none (a file that cannot be read is said by the calibration, which reads it next).
-std::string grid_in_file(const std::vector<std::string> &hosts) {
-    if (!file_named()) return "";
+// The grid an earlier job kept for these hosts in coll_themis_calibration_file; nothing
+// when none (a file that cannot be read is said by the calibration, which reads it next).
+std::optional<GridResult> grid_in_file(const std::vector<std::string> &hosts) {
+    if (!file_named()) return std::nullopt;
     try {
-        const std::optional<GridResult> kept = cached_grid(
+        std::optional<GridResult> kept = cached_grid(
             read_calibration_file(params().calibration_file), grid_key(hosts), int(hosts.size()));
-        if (!kept) return "";
-        GridResult grid = *kept;
-        if (!grid.found) grid.reason = "so kept by an earlier job (coll_themis_calibration_file)";
-        return encode(grid);
+        if (kept && !kept->found)
+            kept->reason = "so kept by an earlier job (coll_themis_calibration_file)";
+        return kept;
     } catch (const CalibrationFileError &) {
-        return "";
+        return std::nullopt;
     }
+}
+
+// True on every rank when every rank holds the same grid, or the same "none" and why.
+bool all_hold(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
+              const std::optional<GridResult> &grid) {
+    return all_hold(m, comm, grid ? grid_text(*grid) + ' ' + grid->reason : std::string(),
+                    grid.has_value());
 }
 
 // A finished search's grid (found or not) into the file, by one rank per node.
@@ -337,15 +316,15 @@ ProbeOutcome probe_grid(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
     }
     const int nodes = int(hosts.size());
     ProbeOutcome outcome;
-    const std::string known = probed_grids.find(key);
-    if (all_hold(m, comm, known, !known.empty())) {
-        outcome.grid = decode(known, nodes);
+    const std::optional<GridResult> known = probed_grids.find(key);
+    if (all_hold(m, comm, known)) {
+        outcome.grid = *known;
         outcome.kept = ProbeOutcome::Kept::Process;
         return outcome;
     }
-    const std::string filed = grid_in_file(hosts);
-    if (all_hold(m, comm, filed, !filed.empty())) {
-        outcome.grid = decode(filed, nodes);
+    const std::optional<GridResult> filed = grid_in_file(hosts);
+    if (all_hold(m, comm, filed)) {
+        outcome.grid = *filed;
         outcome.kept = ProbeOutcome::Kept::File;
         probed_grids.store(key, filed);
         return outcome;
@@ -383,7 +362,7 @@ ProbeOutcome probe_grid(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
         outcome.grid.reason = stopped;
     }
     // No grid is remembered too: every communicator over these hosts would pay again.
-    probed_grids.store(key, encode(outcome.grid));
+    probed_grids.store(key, outcome.grid);
     return outcome;
 }
 
