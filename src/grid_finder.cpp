@@ -9,6 +9,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "calibration.h"
 #include "join_numbers.h"
 
 namespace themis {
@@ -41,12 +42,6 @@ bool is_prime(int n) {
     for (int d = 2; d * d <= n; ++d)
         if (n % d == 0) return false;
     return true;
-}
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const size_t m = v.size() / 2;
-    return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
 }
 
 // The first and the last dimension a route between coordinates a and b crosses (the lowest
@@ -626,12 +621,32 @@ long grid_probe_budget(int nodes, const GridLimits &limits) {
     return worst;
 }
 
-bool slowed_down(double alone_a, double alone_b, double together_a, double together_b) {
+namespace {
+
+// The combined loss of two flows over slowed_down()'s threshold (> 1: shared); 0 when
+// nothing was measured.
+double loss_over_threshold(double alone_a, double alone_b, double together_a,
+                           double together_b) {
     const double sum = alone_a + alone_b;
-    if (!(sum > 0)) return false;
+    if (!(sum > 0)) return 0;
     const double loss = 1 - (together_a + together_b) / sum;
-    const double expected = std::min(alone_a, alone_b) / sum;
-    return loss > expected / 2;
+    const double threshold = std::min(alone_a, alone_b) / sum / 2;
+    return loss / threshold;
+}
+
+} // namespace
+
+bool slowed_down(double alone_a, double alone_b, double together_a, double together_b) {
+    return loss_over_threshold(alone_a, alone_b, together_a, together_b) > 1;
+}
+
+Sharing judge_sharing(const SharingSamples &s, double margin) {
+    if (s.alone_a.empty() || s.alone_b.empty() || s.together_a.empty() || s.together_b.empty())
+        throw std::invalid_argument("judge_sharing: a flow without samples");
+    const double ratio = loss_over_threshold(median(s.alone_a), median(s.alone_b),
+                                             median(s.together_a), median(s.together_b));
+    if (std::abs(ratio - 1) <= margin && margin > 0) return Sharing::Unclear;
+    return ratio > 1 ? Sharing::Yes : Sharing::No;
 }
 
 HostGrid host_grid_of(const GridResult &grid, const std::vector<std::string> &hosts) {

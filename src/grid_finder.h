@@ -182,6 +182,19 @@ long grid_probe_worst_case(const std::vector<int> &sizes, const GridLimits &limi
 // small loss: measure such probes with repetitions (medians) before deciding.
 bool slowed_down(double alone_a, double alone_b, double together_a, double together_b);
 
+// Samples of an Out or In probe's two flows (any unit, the same for all): each measured
+// alone and the two together, one value per repetition.
+struct SharingSamples {
+    std::vector<double> alone_a, alone_b, together_a, together_b;
+};
+
+// What the samples' medians say. Unclear while their loss lies within `margin` (a fraction
+// of it) of slowed_down()'s threshold: there a noisy repetition decides, so measure more
+// and judge again with a margin of 0, which always decides.
+enum class Sharing { No, Yes, Unclear };
+Sharing judge_sharing(const SharingSamples &samples, double margin);
+constexpr double kSharingMargin = 0.35;
+
 // The grid as coll_themis_topo_file would give it, for make_rank_layout(): `hosts[i]` is
 // node i's host name. Throws std::invalid_argument when no grid was found or the hosts do
 // not match the nodes.
