@@ -625,8 +625,7 @@ namespace {
 
 // The combined loss of two flows over slowed_down()'s threshold (> 1: shared); 0 when
 // nothing was measured.
-double loss_over_threshold(double alone_a, double alone_b, double together_a,
-                           double together_b) {
+double loss_over_threshold(double alone_a, double alone_b, double together_a, double together_b) {
     const double sum = alone_a + alone_b;
     if (!(sum > 0)) return 0;
     const double loss = 1 - (together_a + together_b) / sum;

@@ -508,12 +508,12 @@ TEST(GridFinder, JudgeSharingAsksForMoreSamplesNearTheThreshold) {
     const auto judged = [](double together_a, double together_b, double margin) {
         return judge_sharing({{100, 90, 110}, {100}, {together_a}, {together_b}}, margin);
     };
-    EXPECT_EQ(judged(50, 50, 0.35), Sharing::Yes);      // a loss of 1/2: twice the threshold
-    EXPECT_EQ(judged(100, 95, 0.35), Sharing::No);      // 1/40: a tenth of it
-    EXPECT_EQ(judged(70, 70, 0.35), Sharing::Unclear);  // 3/10: 1.2 times
-    EXPECT_EQ(judged(80, 85, 0.35), Sharing::Unclear);  // 7/40: 0.7 times
-    EXPECT_EQ(judged(80, 85, 0.25), Sharing::No);       // outside a narrower margin
-    EXPECT_EQ(judged(70, 70, 0), Sharing::Yes);         // no margin: always decided
+    EXPECT_EQ(judged(50, 50, 0.35), Sharing::Yes);     // a loss of 1/2: twice the threshold
+    EXPECT_EQ(judged(100, 95, 0.35), Sharing::No);     // 1/40: a tenth of it
+    EXPECT_EQ(judged(70, 70, 0.35), Sharing::Unclear); // 3/10: 1.2 times
+    EXPECT_EQ(judged(80, 85, 0.35), Sharing::Unclear); // 7/40: 0.7 times
+    EXPECT_EQ(judged(80, 85, 0.25), Sharing::No);      // outside a narrower margin
+    EXPECT_EQ(judged(70, 70, 0), Sharing::Yes);        // no margin: always decided
     EXPECT_EQ(judged(80, 85, 0), Sharing::No);
     // Medians: one outlier among three samples does not move the verdict.
     EXPECT_EQ(judge_sharing({{100, 100, 100}, {100, 100, 100}, {50, 100, 51}, {50, 49, 100}}, 0.35),

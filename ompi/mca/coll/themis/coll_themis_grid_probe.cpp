@@ -238,11 +238,11 @@ class Measurer {
         }
         const bool slowed = verdict == Sharing::Yes;
         char line[240];
-        snprintf(line, sizeof line,
-                 "grid probe %s: alone %.1f, %.1f Mbit/s; together %.1f, %.1f: %s%s",
-                 describe(p).c_str(), median(alone_[a]) * 8e-6, median(alone_[b]) * 8e-6,
-                 median(s.together_a) * 8e-6, median(s.together_b) * 8e-6,
-                 slowed ? "shared" : "not shared", again ? " (near the threshold: measured twice)" : "");
+        snprintf(
+            line, sizeof line, "grid probe %s: alone %.1f, %.1f Mbit/s; together %.1f, %.1f: %s%s",
+            describe(p).c_str(), median(alone_[a]) * 8e-6, median(alone_[b]) * 8e-6,
+            median(s.together_a) * 8e-6, median(s.together_b) * 8e-6,
+            slowed ? "shared" : "not shared", again ? " (near the threshold: measured twice)" : "");
         say(10, comm_, line);
         return slowed;
     }
