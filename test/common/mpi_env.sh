@@ -8,6 +8,8 @@
 # Defines mpirun_cmd [COMPONENT_DIR]: MPIRUN_CMD again, themis loaded from COMPONENT_DIR.
 # Defines configured_with MACRO: whether the build tree was configured with MACRO=1
 # (THEMIS_HAVE_CUDA, THEMIS_HAVE_UCX).
+# Defines mpirun_logged LOG SECONDS ... -- PROGRAM ...: a job whose ranks write their own
+# output, gathered into LOG (below).
 SRCDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)
 BUILDDIR=${THEMIS_BUILDDIR:-$SRCDIR/build}
 MPIRUN=${MPIRUN:-mpirun}
@@ -28,3 +30,23 @@ mpirun_cmd() {
   MPIRUN_CMD=("$MPIRUN" "${MPIRUN_CMD[@]}")
 }
 mpirun_cmd
+
+# mpirun_logged LOG SECONDS MPIRUN-ARGS... -- PROGRAM [ARGS...]: MPIRUN_CMD with MPIRUN-ARGS
+# running PROGRAM, within SECONDS (timeout). Each rank writes its own output into
+# LOG.ranks/ (mpirun_flags rank-log: every line whole, where the launcher's forwarding
+# cuts and interleaves them); LOG then holds those lines, rank 0's first, and after them
+# mpirun's own (help messages included). Returns mpirun's status (124, 137: killed).
+mpirun_logged() {
+  local log=$1 seconds=$2 opts=() rank_log rc
+  shift 2
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do opts+=("$1"); shift; done
+  [ $# -gt 1 ] || { echo "mpirun_logged: no -- PROGRAM" >&2; return 2; }
+  shift
+  rm -rf "$log.ranks" && mkdir -p "$log.ranks" || return
+  mapfile -t rank_log < <(mpirun_flags rank-log "$log.ranks")
+  timeout -k 10 "$seconds" "${MPIRUN_CMD[@]}" "${opts[@]}" "${rank_log[@]}" "$@" \
+    >"$log.console" 2>&1 </dev/null
+  rc=$?
+  { find "$log.ranks" -type f -name 'rank.*.log' | sort -V | xargs -r cat; cat "$log.console"; } >"$log"
+  return "$rc"
+}

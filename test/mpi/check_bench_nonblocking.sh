@@ -18,12 +18,12 @@ rm -rf "$OUT" && mkdir -p "$OUT"
 fail() { echo "check_bench_nonblocking: FAIL: $*"; exit 1; }
 
 log=$OUT/buckets.log
-timeout 240 "${MPIRUN_CMD[@]}" -np 4 \
+mpirun_logged "$log" 240 -np 4 \
   --mca coll_themis_dims 2x2 --mca coll_themis_calibration_seconds 0 \
   --mca coll_themis_verbose 2 \
-  "$BUILDDIR/bench/themis-bench" --nonblocking buckets --buckets 4 --compute-factor 1 \
+  -- "$BUILDDIR/bench/themis-bench" --nonblocking buckets --buckets 4 --compute-factor 1 \
   -m 1M:1M -i 1 -x 1 -c --collective all --impl themis,tuned --dims 2x2 \
-  --csv "$OUT/buckets.csv" >"$log" 2>&1 || fail "the run failed (log $log)"
+  --csv "$OUT/buckets.csv" || fail "the run failed (log $log)"
 grep -q '^# validation: passed' "$log" || fail "results not validated (log $log)"
 for coll in iallreduce ireduce_scatter ireduce_scatter_block iallgather; do
   # Every rank's event stats for COLL on bench_themis: themis ran some of its calls.

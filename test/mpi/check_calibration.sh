@@ -31,10 +31,10 @@ fail() { echo "check_calibration: FAIL: $*"; exit 1; }
 WRAP=()
 run() {
   local name=$1; shift
-  timeout 120 "${MPIRUN_CMD[@]}" -np 4 \
+  mpirun_logged "$OUT/$name.log" 120 -np 4 \
     --mca coll_themis_verbose 1 -x OMPI_MCA_coll_themis_verbose=1 \
     --mca coll_themis_node_transport cma "$@" \
-    "${WRAP[@]}" "$BUILDDIR/tools/themis-info" -v 1 -m 1M >"$OUT/$name.log" 2>&1 ||
+    -- "${WRAP[@]}" "$BUILDDIR/tools/themis-info" -v 1 -m 1M ||
     fail "$name: the run failed (log $OUT/$name.log)"
   grep -q 'results exact on every rank' "$OUT/$name.log" || fail "$name: results not exact"
 }

@@ -26,12 +26,11 @@ COLLS=(allreduce reduce_scatter_block allgather)
 # run NAME [mpirun options...]: the benchmark, validated; its log is $OUT/NAME.log.
 run() {
   local name=$1; shift
-  timeout 240 "${MPIRUN_CMD[@]}" -np 4 \
+  mpirun_logged "$OUT/$name.log" 240 -np 4 \
     --mca coll_themis_dims 2x2 --mca coll_themis_calibration_seconds 0 \
     --mca coll_themis_verbose 2 "$@" \
-    "$BUILDDIR/bench/themis-bench" -m 64K:256K -i 10 -x 1 -c \
-    --collective "$(IFS=,; echo "${COLLS[*]}")" --impl themis --dims 2x2 \
-    >"$OUT/$name.log" 2>&1 || fail "$name: the run failed (log $OUT/$name.log)"
+    -- "$BUILDDIR/bench/themis-bench" -m 64K:256K -i 10 -x 1 -c \
+    --collective "$(IFS=,; echo "${COLLS[*]}")" --impl themis --dims 2x2 || fail "$name: the run failed (log $OUT/$name.log)"
   grep -q '^# validation: passed' "$OUT/$name.log" || fail "$name: results not validated (log $OUT/$name.log)"
 }
 

@@ -30,13 +30,13 @@ fail() { echo "check_refine: FAIL: $*"; exit 1; }
 bench=()
 run() {
   local name=$1 ranks=$2; shift 2
-  timeout 240 "${MPIRUN_CMD[@]}" -np 4 \
+  mpirun_logged "$OUT/$name.log" 240 -np 4 \
     --mca coll_themis_dims 2x2 --mca coll_themis_calibration_seconds 0.2 \
     --mca coll_themis_refine_threshold 1 --mca coll_themis_verbose 1 "$@" \
-    /bin/bash -c '[[ $OMPI_COMM_WORLD_RANK =~ ^('"$ranks"')$ ]] && export THEMIS_TEST_BUSY_SCALE=1:8
+    -- /bin/bash -c '[[ $OMPI_COMM_WORLD_RANK =~ ^('"$ranks"')$ ]] && export THEMIS_TEST_BUSY_SCALE=1:8
                   exec "$@"' run_refine \
     "$BUILDDIR/bench/themis-bench" -m 4M:4M -i 20 -x 1 -c --collective allreduce \
-    --impl themis --dims 2x2 "${bench[@]}" >"$OUT/$name.log" 2>&1 || fail "$name: the run failed (log $OUT/$name.log)"
+    --impl themis --dims 2x2 "${bench[@]}" || fail "$name: the run failed (log $OUT/$name.log)"
   grep -q '^# validation: passed' "$OUT/$name.log" || fail "$name: results not validated (log $OUT/$name.log)"
 }
 

@@ -18,11 +18,11 @@ fail() { echo "check_trace: FAIL: $*"; exit 1; }
 
 for coll in allreduce allgather; do
   log=$OUT/$coll.log
-  timeout 120 "${MPIRUN_CMD[@]}" -np 4 \
+  mpirun_logged "$log" 120 -np 4 \
     --mca coll_themis_dims 2x2 --mca coll_themis_calibration_seconds 0 \
     --mca coll_themis_trace "$OUT/$coll" \
-    "$BUILDDIR/bench/themis-bench" -m 1M:1M -i 1 -x 1 -c --collective "$coll" \
-    --impl themis --peers 2,2 >"$log" 2>&1 || fail "$coll: the run failed (log $log)"
+    -- "$BUILDDIR/bench/themis-bench" -m 1M:1M -i 1 -x 1 -c --collective "$coll" \
+    --impl themis --peers 2,2 || fail "$coll: the run failed (log $log)"
   grep -q '^# validation: passed' "$log" || fail "$coll: results not validated (log $log)"
   for rank in 0 1 2 3; do
     csv=$(ls "$OUT/$coll".cid*.rank$rank.csv 2>/dev/null | head -n 1)
@@ -35,9 +35,9 @@ for coll in allreduce allgather; do
 done
 # A prefix nobody can write to: the help message, and the collectives still run.
 log=$OUT/unwritable.log
-timeout 120 "${MPIRUN_CMD[@]}" -np 4 \
+mpirun_logged "$log" 120 -np 4 \
   --mca coll_themis_dims 2x2 --mca coll_themis_trace /nonexistent/themis/trace \
-  "$BUILDDIR/bench/themis-bench" -m 1M:1M -i 1 -x 1 -c --impl themis --peers 2,2 >"$log" 2>&1 ||
+  -- "$BUILDDIR/bench/themis-bench" -m 1M:1M -i 1 -x 1 -c --impl themis --peers 2,2 ||
   fail "unwritable trace: the run failed (log $log)"
 grep -q '^# validation: passed' "$log" || fail "unwritable trace: results not validated (log $log)"
 grep -Eq 'cannot write the stage trace|trace-unwritable' "$log" ||
