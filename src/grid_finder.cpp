@@ -621,29 +621,14 @@ long grid_probe_budget(int nodes, const GridLimits &limits) {
     return worst;
 }
 
-namespace {
-
-// The combined loss of two flows over slowed_down()'s threshold (> 1: shared); 0 when
-// nothing was measured.
-double loss_over_threshold(double alone_a, double alone_b, double together_a, double together_b) {
-    const double sum = alone_a + alone_b;
-    if (!(sum > 0)) return 0;
-    const double loss = 1 - (together_a + together_b) / sum;
-    const double threshold = std::min(alone_a, alone_b) / sum / 2;
-    return loss / threshold;
-}
-
-} // namespace
-
-bool slowed_down(double alone_a, double alone_b, double together_a, double together_b) {
-    return loss_over_threshold(alone_a, alone_b, together_a, together_b) > 1;
-}
-
 Sharing judge_sharing(const SharingSamples &s, double margin) {
     if (s.alone_a.empty() || s.alone_b.empty() || s.together_a.empty() || s.together_b.empty())
         throw std::invalid_argument("judge_sharing: a flow without samples");
-    const double ratio = loss_over_threshold(median(s.alone_a), median(s.alone_b),
-                                             median(s.together_a), median(s.together_b));
+    const double alone_a = median(s.alone_a), alone_b = median(s.alone_b);
+    const double sum = alone_a + alone_b;
+    if (!(sum > 0)) return Sharing::No; // nothing measured
+    const double loss = 1 - (median(s.together_a) + median(s.together_b)) / sum;
+    const double ratio = loss / (std::min(alone_a, alone_b) / sum / 2); // over the threshold
     if (std::abs(ratio - 1) <= margin && margin > 0) return Sharing::Unclear;
     return ratio > 1 ? Sharing::Yes : Sharing::No;
 }

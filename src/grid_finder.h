@@ -73,7 +73,7 @@ struct GridProbe {
     int node = -1;
     int peer = -1;
     // Out/In: the reference flow, a neighbour's or the fastest of a group, which fills the
-    // link the two would share, so that a shared link shows as a slowdown (slowed_down()).
+    // link the two would share, so that a shared link shows as a slowdown (judge_sharing()).
     int other = -1;
 
     bool operator==(const GridProbe &o) const {
@@ -174,23 +174,20 @@ long grid_probe_budget(int nodes, const GridLimits &limits = {});
 // The most probes find_grid() asks for the grid of these sizes (in routing order).
 long grid_probe_worst_case(const std::vector<int> &sizes, const GridLimits &limits = {});
 
-// Whether two flows measured alone and together slowed each other down: their combined
-// rate lost more than half of what it loses when the faster one fills a link both use
-// (then the slower keeps its rate and the faster gets the rest: the loss is
-// min / (alone_a + alone_b); a half when the two are equal). A flow bottlenecked
-// elsewhere costs a faster one only its own rate, so a slow flow into a fast link shows a
-// small loss: measure such probes with repetitions (medians) before deciding.
-bool slowed_down(double alone_a, double alone_b, double together_a, double together_b);
-
 // Samples of an Out or In probe's two flows (any unit, the same for all): each measured
 // alone and the two together, one value per repetition.
 struct SharingSamples {
     std::vector<double> alone_a, alone_b, together_a, together_b;
 };
 
-// What the samples' medians say. Unclear while their loss lies within `margin` (a fraction
-// of it) of slowed_down()'s threshold: there a noisy repetition decides, so measure more
-// and judge again with a margin of 0, which always decides.
+// Whether the two flows slowed each other down, from the samples' medians: Yes when their
+// combined rate lost more than half of what it loses when the faster one fills a link both
+// use (then the slower keeps its rate and the faster gets the rest: the loss is
+// min / (alone_a + alone_b); a half when the two are equal). A flow bottlenecked elsewhere
+// costs a faster one only its own rate, so a slow flow into a fast link shows a small
+// loss. Unclear while the loss lies within `margin` (a fraction of it) of that threshold:
+// there a noisy repetition decides, so measure more and judge again with a margin of 0,
+// which always decides. Throws std::invalid_argument for a flow without samples.
 enum class Sharing { No, Yes, Unclear };
 Sharing judge_sharing(const SharingSamples &samples, double margin);
 constexpr double kSharingMargin = 0.35;

@@ -47,6 +47,6 @@ mpirun_logged() {
   timeout -k 10 "$seconds" "${MPIRUN_CMD[@]}" "${opts[@]}" "${rank_log[@]}" "$@" \
     >"$log.console" 2>&1 </dev/null
   rc=$?
-  { find "$log.ranks" -type f -name 'rank.*.log' | sort -V | xargs -r cat; cat "$log.console"; } >"$log"
+  { rank_logs "$log.ranks"; cat "$log.console"; } >"$log"
   return "$rc"
 }

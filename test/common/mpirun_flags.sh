@@ -13,7 +13,8 @@
 #                       more ranks than cores, no binding (ranks share two cores)
 #   rank-log DIR        the words to put before the program so that each rank writes its
 #                       stdout and stderr itself into DIR/rank.N.log (N: its MPI_COMM_WORLD
-#                       rank; DIR must exist), past the launcher's output forwarding
+#                       rank; DIR must exist), past the launcher's output forwarding;
+#                       rank_logs DIR (below) prints them, rank 0's first
 #   component-path DIRS where coll/themis and Open MPI's own components are loaded from
 #   launch-agent CMD    start the remote daemons with CMD instead of ssh, one level deep
 #   oob-if SUBNET       the daemons' own (out-of-band) traffic on SUBNET only
@@ -86,6 +87,12 @@ mpirun_flags() {
       [ "$series" != 5.0 ] || printf '%s\n' --mca coll_han_priority 0 ;;
     *) echo "mpirun_flags: unknown concern '${1:-}'" >&2; return 2 ;;
   esac
+}
+
+# rank_logs DIR: what the ranks of a job started with `mpirun_flags rank-log DIR` printed,
+# rank 0's file first.
+rank_logs() {
+  find "${1:?rank_logs needs DIR}" -type f -name 'rank.*.log' | sort -V | xargs -r cat
 }
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then

@@ -148,8 +148,7 @@ secs=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')
 # What the ranks printed, one rank after the other, every line whole. ALL adds the
 # console (mpirun's own messages).
 RANKS=$LOGDIR/ranks.log ALL=$LOGDIR/all.log
-: >"$RANKS"
-find "$LOGDIR/ranks" -type f -name 'rank.*.log' | sort -V | xargs -r cat >"$RANKS"
+rank_logs "$LOGDIR/ranks" >"$RANKS"
 cat "$RANKS" "$CONSOLE" >"$ALL"
 
 problems=()

@@ -78,7 +78,7 @@ netem_run() {  # netem_run MPIRUN_OPTION... -- PROGRAM ARG...
     timeout 180 "$PY" "$NETEM" run --prefix "$PREFIX" --timeout 120 --themis -- \
         "${opts[@]}" "${rank_log[@]}" "$@" >"$ranks/console" 2>&1
     rc=$?
-    find "$ranks/out" -type f -name 'rank.*.log' | sort -V | xargs -r cat >"$log"
+    rank_logs "$ranks/out" >"$log"
     return $rc
 }
 

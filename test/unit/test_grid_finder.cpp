@@ -494,7 +494,12 @@ TEST(GridFinder, ProbeCountsFrom4To1024Nodes) {
         std::printf("grid probes %5d nodes, worst shape: %ld\n", n, grid_probe_budget(n, big));
 }
 
-TEST(GridFinder, SlowedDownComparesWithTheLossOfASharedLink) {
+TEST(GridFinder, JudgeSharingComparesWithTheLossOfASharedLink) {
+    // One sample each, no margin: the threshold alone decides.
+    const auto slowed_down = [](double alone_a, double alone_b, double together_a,
+                                double together_b) {
+        return judge_sharing({{alone_a}, {alone_b}, {together_a}, {together_b}}, 0) == Sharing::Yes;
+    };
     EXPECT_TRUE(slowed_down(100, 100, 50, 50));    // one link of 100, shared
     EXPECT_FALSE(slowed_down(100, 100, 100, 100)); // two links
     EXPECT_FALSE(slowed_down(100, 100, 90, 95));   // noise

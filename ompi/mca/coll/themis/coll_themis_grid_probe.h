@@ -13,7 +13,7 @@
 //                  repeated `repetitions` times, each repetition its own step;
 //   agreed         after every step the rates, a failure flag and the time spent are reduced
 //                  (maximum) over all ranks: every rank holds the same medians, decides
-//                  `shared` alike (slowed_down()) and stops alike when the budget
+//                  `shared` alike (judge_sharing()) and stops alike when the budget
 //                  (coll_themis_grid_probe_seconds) runs out or a rank failed;
 //   remembered     in this process by the hosts (communicators over the same hosts probe
 //                  once) and, when a search finished (a grid or none, not a failure or a
