@@ -15,7 +15,9 @@
 # (more `netem.py up` options of each setting, e.g. "--mtu 1500"), ROUNDS [3],
 # SIZES [16M:16M], ITERS [5], COLLS [allreduce,reduce_scatter_block,allgather],
 # QUEUE_MS [20], MTU [9000], TIMEOUT [600] seconds per run, LOAD [0] busy loops (a CPU load
-# beside the jobs, for the whole comparison), TOPO [<build>/netem.topo]:
+# beside the jobs, for the whole comparison), LOGS [none]: a directory that keeps each run's
+# whole output (round<N>.<A|B>.log: themis's verbose lines, the rates it measured),
+# TOPO [<build>/netem.topo]:
 # after every `up`, `netem.py topo-file` writes the network's coll_themis_topo_file there,
 # so a setting can be dims=auto as a user would run it, e.g.
 #   B="--mca coll_themis_dims auto --mca coll_themis_topo_file build/netem.topo"
@@ -44,6 +46,7 @@ QUEUE_MS=${QUEUE_MS:-20}
 MTU=${MTU:-9000}
 TIMEOUT=${TIMEOUT:-600}
 LOAD=${LOAD:-0}
+LOGS=${LOGS:-}
 NETEM=bench/netem/netem.py
 build=$(python3 "$NETEM" ompi build) || exit 1
 TOPO=${TOPO:-$build/netem.topo}
@@ -60,15 +63,16 @@ up() {  # shellcheck disable=SC2086  # $1 is a list of options
   python3 "$NETEM" topo-file >"$TOPO" || exit 1
 }
 up "$NET_A"
+[ -z "$LOGS" ] || mkdir -p "$LOGS" || exit 1
 echo "# $SPEC, $COLLS, $SIZES, $ITERS iterations, $LOAD busy loops beside; per collective: util% / avg ms"
 for round in $(seq 1 "$ROUNDS"); do
   for setting in A B; do
-    net=NET_$setting impl=IMPL_$setting
+    net=NET_$setting impl=IMPL_$setting log=${LOGS:+$LOGS/round$round.$setting.log}
     [ "$NET_A" = "$NET_B" ] || up "${!net}"
     # shellcheck disable=SC2086  # A and B are lists of options
     line=$(python3 "$NETEM" run --themis --timeout "$TIMEOUT" -- ${!setting} \
       "$build/bench/themis-bench" -m "$SIZES" -i "$ITERS" -x 1 -c --collective "$COLLS" \
-      --impl "${!impl}" --dims "$SPEC" 2>&1 |
+      --impl "${!impl}" --dims "$SPEC" 2>&1 | tee ${log:+"$log"} |
       awk -v impl="${!impl}" '$2 == impl { printf "%s%% / %.1f  ", $8, $3 / 1000 }
            /validation: FAILED/ { bad = 1 } END { if (bad) printf "VALIDATION FAILED" }')
     echo "round $round $setting: $line"

@@ -477,7 +477,9 @@ CalibrationResult calibrate(const Topology &topo, int position, Transport &trans
                 bandwidth_of(t.bytes[i], settings.latency_bytes, t.large[i], t.small[i]));
             slowdown = std::max(slowdown, result.dims[measured[i]].bandwidth_alone / together[i]);
         }
-        if (slowdown > settings.shared_slowdown)
+        result.joint_slowdown = slowdown;
+        result.shared = slowdown > settings.shared_slowdown;
+        if (result.shared)
             for (size_t i = 0; i < measured.size(); ++i)
                 result.dims[measured[i]].bandwidth = together[i];
         ended = t.ended;

@@ -102,6 +102,10 @@ struct CalibrationResult {
     double seconds = 0;               // wall time of the calibration on this rank
     double connect_seconds = 0;       // of which the first, untimed exchange (connections)
     uint64_t bytes_sent = 0;          // bytes this rank sent
+    // The joint phase: the largest slowdown of a dimension busy with the others against
+    // alone (0 with one dimension), and whether it counted as sharing (shared_slowdown).
+    double joint_slowdown = 0;
+    bool shared = false;
 };
 
 // Collective over every rank of the topology: replaces `values` by their element-wise

@@ -217,6 +217,9 @@ TEST(CalibrationShaped, MeasuresEachDimensionsRateAndAgreesOnEveryRank) {
         EXPECT_GE(r.latency, latency[d]);
         EXPECT_LT(r.latency, latency[d] + 5e-3);
     }
+    // Separate links: busy together, neither slowed down enough to count as sharing.
+    EXPECT_NEAR(results[0].joint_slowdown, 1.0, 0.2);
+    EXPECT_FALSE(results[0].shared);
     EXPECT_GT(results[0].bytes_sent, 0u);
 }
 
@@ -234,6 +237,9 @@ TEST(CalibrationShaped, DimensionsSharingOneLinkShowItWhenBusyTogether) {
         EXPECT_LT(r.bandwidth_alone, 1.15 * 10e6) << "dimension " << d;
         EXPECT_NEAR(r.bandwidth / r.bandwidth_alone, 0.5, 0.1) << "dimension " << d;
     }
+    // What the verbose log says: each dimension about twice as slow together, so shared.
+    EXPECT_NEAR(results[0].joint_slowdown, 2.0, 0.4);
+    EXPECT_TRUE(results[0].shared);
 }
 
 TEST(CalibrationShaped, ARankLateForItsFirstSmallExchangesDoesNotMakeTheLatency) {

@@ -39,6 +39,8 @@ struct CalibratedTopology {
     double seconds = 0;         // this rank's time measuring (0 when nothing was measured)
     double connect_seconds = 0; // of which connecting to the peers (first exchange)
     uint64_t bytes_sent = 0;    // this rank's bytes sent measuring
+    double joint_slowdown = 0;  // the calibration's joint phase (calibration.h)
+    bool shared = false;        // whether it counted as sharing (the joint rates kept)
     std::string note;           // why the defaults were kept, or a cache problem; "" if none
     RatesKept kept;
 };
