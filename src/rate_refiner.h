@@ -13,9 +13,10 @@
 // from values every rank has alike (every rank runs the same calls, planned from the same
 // rates), so every rank ends the same windows. Then each rank's median ratio per dimension
 // is summed over the ranks with how many ranks had one (the agreement, collective;
-// evidence() and revise()), and the means are the agreed factors. The rates are revised when the
-// dimensions' factors differ from one another by more than `threshold` (a factor over their
-// geometric mean, less 1): then every dimension's rate is multiplied by its factor. A change alike
+// evidence() and revise()), and the means are the agreed factors. The rates are revised when one
+// dimension's factor is off the others' by more than `threshold` (its factor over the geometric
+// mean of the other measured dimensions' factors, less 1, either way; two measured dimensions at
+// least): then every dimension's rate is multiplied by its factor. A change alike
 // on every dimension (all links slower, or every stage waiting for a busy core) leaves the rates'
 // ratios, and so the plans, as they are, and revises nothing. Every rank revises at the same call,
 // to the same rates.

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # check_refine.sh -- the run-time rate revision end to end (coll_themis_refine.h): 4 ranks as
 # 2x2 with measured rates (no bw= in the spec, a short calibration), 20 validated 4 MiB
-# All-Reduces in themis-bench, coll_themis_refine_threshold 1 (a dimension must be off the
-# other by more than about a factor of 4: noise on this machine does not get there).
+# All-Reduces in themis-bench, coll_themis_refine_threshold 3 (a dimension must be off the
+# other by more than a factor of 4: noise on this machine does not get there).
 #   - every rank sees dimension 1 eight times slower than its plan (THEMIS_TEST_BUSY_SCALE=1:8):
 #     at the first window's end (8 calls) every rank revises, to the same rates (one `rates`
 #     event per rank, calls=8, all four alike), dimension 1's factor under half of
@@ -32,7 +32,7 @@ run() {
   local name=$1 ranks=$2; shift 2
   mpirun_logged "$OUT/$name.log" 240 -np 4 \
     --mca coll_themis_dims 2x2 --mca coll_themis_calibration_seconds 0.2 \
-    --mca coll_themis_refine_threshold 1 --mca coll_themis_verbose 1 "$@" \
+    --mca coll_themis_refine_threshold 3 --mca coll_themis_verbose 1 "$@" \
     -- /bin/bash -c '[[ $OMPI_COMM_WORLD_RANK =~ ^('"$ranks"')$ ]] && export THEMIS_TEST_BUSY_SCALE=1:8
                   exec "$@"' run_refine \
     "$BUILDDIR/bench/themis-bench" -m 4M:4M -i 20 -x 1 -c --collective allreduce \

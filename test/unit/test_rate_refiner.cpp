@@ -57,12 +57,29 @@ TEST(RateRefiner, EveryDimensionAlikeRevisesNothing) {
 }
 
 TEST(RateRefiner, ADifferenceUnderTheThresholdRevisesNothing) {
-    // Factors 1 and 0.8: their geometric mean 0.894, each within 12 % of it.
+    // Factors 1 and 0.8: 1 / 0.8 = 1.25 is 25 % off the other, not more.
     RateRefiner r(2, 4, 0, 0.25, {false, false});
     EXPECT_FALSE(r.revise(window_of(r, call({100e6, 200e6}, {100e6, 160e6}), 4)).has_value());
-    RateRefiner tight(2, 4, 0, 0.1, {false, false});
+    RateRefiner tight(2, 4, 0, 0.2, {false, false});
     EXPECT_TRUE(
         tight.revise(window_of(tight, call({100e6, 200e6}, {100e6, 160e6}), 4)).has_value());
+}
+
+TEST(RateRefiner, OneDimensionOffAmongThreeIsJudgedAgainstTheOthers) {
+    // A calibration that read dimension 2 at 153 of its 200 Mbit/s: it runs 200 / 153 = 1.31
+    // times faster than planned, the others as planned. Against the others (1 and 1) that is
+    // 31 % off; against a mean that held it too (1.093) only 20 %, under the threshold.
+    // (Rates in any unit: the ratios count.)
+    RateRefiner r(3, 4, 0, 0.25, {false, false, false});
+    const auto f = r.revise(window_of(r, call({50e6, 100e6, 153e6}, {50e6, 100e6, 200e6}), 4));
+    ASSERT_TRUE(f.has_value());
+    EXPECT_NEAR((*f)[0], 1.0, 1e-12);
+    EXPECT_NEAR((*f)[1], 1.0, 1e-12);
+    EXPECT_NEAR((*f)[2], 200.0 / 153, 1e-12);
+    // 20 % off the others (240 delivered of 200 planned) revises nothing.
+    RateRefiner near(3, 4, 0, 0.25, {false, false, false});
+    EXPECT_FALSE(near.revise(window_of(near, call({50e6, 100e6, 200e6}, {50e6, 100e6, 240e6}), 4))
+                     .has_value());
 }
 
 TEST(RateRefiner, TheMedianIgnoresAnOutlierCall) {
