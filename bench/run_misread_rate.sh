@@ -4,9 +4,10 @@
 #
 # Builds the emulated network (bench/netem/netem.py, hosts mode), lets one job measure it into
 # a coll_themis_calibration_file, then replaces the bandwidths kept there by CACHED_BW (a bw=
-# list, e.g. the network's with one rate wrong; latencies and fill curves stay as measured). Every later job starts from a fresh copy of that
-# file (cached rates are revised like measured ones, and a revision rewrites the file), with
-# dims=auto and the topology file as a user would run it, themis-bench validated; A with
+# list, e.g. the network's with one rate wrong; latencies and fill curves stay as measured).
+# Every later job starts from a fresh copy of that file (cached rates are revised like
+# measured ones, and a revision rewrites the file), with dims=auto and the topology file as
+# a user would run it, themis-bench validated; A with
 # coll_themis_refine_calls 0 (the misread kept for the whole job), B with the defaults,
 # alternated ROUNDS times. Prints per run the utilization of each cell and rank 0's `rates`
 # events (the revisions: the new rates, the agreed factors, the call).
@@ -49,8 +50,8 @@ job() {
 # The file's line for this layout and hosts: KEY SPEC DATE; SPEC's bw= becomes CACHED_BW.
 job "$work/measured.cal" "$work/measured.log" ||
   { echo "run_misread_rate: the measuring job failed ($work/measured.log)" >&2; exit 1; }
-awk -v bw="bw=$CACHED_BW" 'NR == 1 { print; next } { sub(/bw=[^:]*/, bw, $2); print }' "$work/measured.cal" \
-  >"$work/cached.cal"
+awk -v bw="bw=$CACHED_BW" 'NR == 1 { print; next } { sub(/bw=[^:]*/, bw, $2); print }' \
+  "$work/measured.cal" >"$work/cached.cal"
 [ "$(wc -l <"$work/cached.cal")" = 2 ] ||
   { echo "run_misread_rate: the measuring job kept no rates" >&2; exit 1; }
 echo "# $SPEC, cached: $(awk 'NR == 2 { print $2 }' "$work/cached.cal"); $COLLS, $SIZES, $ITERS iterations; per cell util %"
