@@ -274,10 +274,7 @@ namespace {
 struct PhaseTimes {
     std::vector<size_t> bytes;
     std::vector<double> large, small; // indexed like `dims`
-    // Each dimension's own times, until its own exchange finished (with `joint` a
-    // dimension that finishes first waits for the others; alone the same as above).
-    std::vector<double> own_large, own_small;
-    double ended = 0; // agreed: seconds since `since` when the phase ended
+    double ended = 0;                 // agreed: seconds since `since` when the phase ended
 };
 
 PhaseTimes measure_phase(CalibrationExchange &exchange, const std::vector<int> &dims,
@@ -309,26 +306,20 @@ PhaseTimes measure_phase(CalibrationExchange &exchange, const std::vector<int> &
     // exchange after an idle moment runs faster than the link's rate.
     const int repetitions =
         std::clamp(int((phase_seconds - spent) / std::max(last, 1e-9)) - 1, 3, s.repetitions);
-    // Per dimension, `statistic` over the repetitions of an exchange of `size`: of the
-    // phase's time (with `joint`, until every dimension finished), then of its own.
+    // Per dimension, `statistic` over the repetitions of an exchange of `size`.
     auto repeated = [&](const std::vector<size_t> &size, int count,
                         double (*statistic)(std::vector<double>)) {
-        std::vector<std::vector<double>> phase(dims.size()), own(dims.size());
+        std::vector<std::vector<double>> runs(dims.size());
         for (int r = 0; r < count; ++r) {
             const std::vector<double> t = exchange.run(dims, size);
             const double all = *std::max_element(t.begin(), t.end());
-            for (size_t i = 0; i < dims.size(); ++i) {
-                phase[i].push_back(joint ? all : t[dims[i]]);
-                own[i].push_back(t[dims[i]]);
-            }
+            for (size_t i = 0; i < dims.size(); ++i) runs[i].push_back(joint ? all : t[dims[i]]);
         }
         std::vector<double> out;
-        for (auto &r : phase) out.push_back(statistic(std::move(r)));
-        for (auto &r : own) out.push_back(statistic(std::move(r)));
+        for (auto &r : runs) out.push_back(statistic(std::move(r)));
         return out;
     };
-    PhaseTimes times;
-    times.bytes = sizes(bytes);
+    PhaseTimes times{sizes(bytes), {}, {}};
     exchange.run(dims, times.bytes);
     // The large exchange's median; the small one's minimum: its time is a fixed delay plus
     // whatever a busy machine adds (one 8-byte exchange in 40 took 4.6 ms instead of 0.1),
@@ -342,15 +333,8 @@ PhaseTimes measure_phase(CalibrationExchange &exchange, const std::vector<int> &
     both.insert(both.end(), small.begin(), small.end());
     both.push_back(now() - since);
     agree(both);
-    // both: large (phase, own), small (phase, own), ended.
-    const auto part = [&](size_t k) {
-        return std::vector<double>(both.begin() + long(k * dims.size()),
-                                   both.begin() + long((k + 1) * dims.size()));
-    };
-    times.large = part(0);
-    times.own_large = part(1);
-    times.small = part(2);
-    times.own_small = part(3);
+    times.large.assign(both.begin(), both.begin() + dims.size());
+    times.small.assign(both.begin() + dims.size(), both.end() - 1);
     times.ended = both.back();
     return times;
 }
@@ -495,23 +479,9 @@ CalibrationResult calibrate(const Topology &topo, int position, Transport &trans
         }
         result.joint_slowdown = slowdown;
         result.shared = slowdown > settings.shared_slowdown;
-        for (size_t i = 0; i < measured.size(); ++i) {
-            DimensionRates &r = result.dims[measured[i]];
-            if (result.shared) {
-                r.bandwidth = together[i];
-                continue;
-            }
-            // The second reading of an independent dimension: its own exchanges here. A
-            // disturbance only slows a reading, so one clearly above the rate alone means
-            // the phase alone was disturbed (its bytes here followed that low rate, so it
-            // finished first and its own time shows the link's rate).
-            const double own =
-                bandwidth_of(t.bytes[i], settings.latency_bytes, t.own_large[i], t.own_small[i]);
-            if (own > settings.alone_misread * r.bandwidth_alone) {
-                r.bandwidth = own;
-                result.raised.push_back(measured[i]);
-            }
-        }
+        if (result.shared)
+            for (size_t i = 0; i < measured.size(); ++i)
+                result.dims[measured[i]].bandwidth = together[i];
         ended = t.ended;
     }
     // Last, with every dimension's rate known (the streams' sizes follow them).

@@ -9,11 +9,7 @@
 //            a dimension that shares a NIC, a bus or cores with another is slower there,
 //            and that rate is the one the schedule meets, since Themis keeps every
 //            dimension busy. Only a clear slowdown (shared_slowdown) counts: independent
-//            dimensions keep their rates alone, the less noisy measurement, unless their
-//            own exchanges there read clearly faster (alone_misread): a disturbance only
-//            slows a reading, so the phase alone was disturbed (a busy core; about one
-//            quiet job in ten on the emulated network read a dimension 20-25 % low), and
-//            the joint reading is the rate.
+//            dimensions keep their rates alone, the less noisy measurement.
 //   pattern  one exchange: every rank sends B bytes on each dimension of the phase, and
 //            receives as much, with the peers the dimension's algorithm talks to in one
 //            step (its row in algorithms/registry.cpp): its ring neighbours (ring), its
@@ -78,9 +74,6 @@ struct CalibrationSettings {
     // Dimensions count as sharing a resource when, busy together, one of them runs this
     // many times slower than alone; otherwise each keeps its rate alone.
     double shared_slowdown = 1.25;
-    // An independent dimension whose own exchanges in the joint phase read this many times
-    // its rate alone takes that reading: its phase alone was disturbed (a busy core).
-    double alone_misread = 1.15;
     // The fill curve: K, the most stages in flight per dimension (the engine's max_active);
     // below 2 no curve is measured (the dimensions keep a full one).
     int fill_in_flight = 0;
@@ -97,8 +90,7 @@ struct CalibrationSettings {
 
 struct DimensionRates {
     double bandwidth = 0;       // bytes/s per rank with every measured dimension busy (the
-                                // rate alone unless they share a resource or it was
-                                // disturbed, see phases)
+                                // rate alone unless they share a resource, see phases)
     double bandwidth_alone = 0; // bytes/s per rank with this dimension alone
     double latency = 0;         // seconds per step
     size_t exchange_bytes = 0;  // B of the bandwidth exchanges
@@ -114,8 +106,6 @@ struct CalibrationResult {
     // alone (0 with one dimension), and whether it counted as sharing (shared_slowdown).
     double joint_slowdown = 0;
     bool shared = false;
-    // The dimensions whose rate the joint phase raised (alone_misread), in order.
-    std::vector<int> raised;
 };
 
 // Collective over every rank of the topology: replaces `values` by their element-wise

@@ -41,7 +41,6 @@ struct CalibratedTopology {
     uint64_t bytes_sent = 0;    // this rank's bytes sent measuring
     double joint_slowdown = 0;  // the calibration's joint phase (calibration.h)
     bool shared = false;        // whether it counted as sharing (the joint rates kept)
-    std::vector<int> raised;    // the dimensions whose rate the joint phase raised
     std::string note;           // why the defaults were kept, or a cache problem; "" if none
     RatesKept kept;
 };

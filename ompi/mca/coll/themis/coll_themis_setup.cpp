@@ -23,7 +23,6 @@
 #include "coll_themis_refine.h"
 #include "coll_themis_setup_task.h"
 #include "coll_themis_test_hooks.h"
-#include "join_numbers.h"
 #include "coll_themis_transports.h"
 #include "coll_themis_cuda.h"
 #include "coll_themis_cuda_ipc.h"
@@ -324,7 +323,6 @@ void Context::calibrate(mca_coll_themis_module_t *m, const std::vector<std::stri
             .add("mb_sent", double(rates.bytes_sent) / 1e6, "%.3g")
             .add("joint_slowdown", rates.joint_slowdown, "%.3f")
             .add("shared", rates.shared ? "yes" : "no")
-            .add("raised", rates.raised.empty() ? "none" : join_numbers(rates.raised, ","))
             .emit(1, comm_);
     if (!rates.note.empty()) say(1, comm_, rates.note);
     engine_ = std::make_unique<Engine>(layout_.topology, engine_transport, memory_,
