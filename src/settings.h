@@ -10,8 +10,9 @@
 #ifndef THEMIS_SETTINGS_H
 #define THEMIS_SETTINGS_H
 
-/* coll_themis_chunks, --chunks: chunks a collective is split into, at most; 0 = auto. */
-#define THEMIS_CHUNKS_DEFAULT 128
+/* coll_themis_chunks, --chunks: chunks a collective is split into, at most; 0 = auto (the
+ * planner predicts the count). */
+#define THEMIS_CHUNKS_DEFAULT 0
 #define THEMIS_CHUNKS_MAX 4096
 /* The most chunks the planner picks when the count is auto. */
 #define THEMIS_AUTO_CHUNKS_MAX 128

@@ -28,7 +28,7 @@ Options sim_options(const std::vector<std::string> &more = {}) {
 
 TEST(Settings, CoreParameterStructsStartFromTheSharedDefaults) {
     const PlanRequest req;
-    EXPECT_EQ(req.chunks, 128);
+    EXPECT_EQ(req.chunks, kAutoChunks); // the planner, by default (#33)
     EXPECT_EQ(req.chunks, THEMIS_CHUNKS_DEFAULT);
     EXPECT_EQ(req.min_chunk_bytes, uint64_t(THEMIS_MIN_CHUNK_BYTES_DEFAULT));
     EXPECT_EQ(req.ordering.max_active, THEMIS_MAX_ACTIVE_DEFAULT);

@@ -89,7 +89,6 @@ typedef struct mca_coll_themis_component_t {
     char *cuda_driver;          /* the CUDA driver library dlopen()ed: soname or path */
     int cuda_ipc;               /* THEMIS_CUDA_IPC_* */
     int cuda_ipc_cache;         /* peers' device allocations kept open per process */
-    bool chunks_given;          /* coll_themis_chunks set by the user, not its default */
     bool min_bytes_given;       /* coll_themis_min_bytes set: no measured crossover */
 } mca_coll_themis_component_t;
 

@@ -397,7 +397,6 @@ static bool param_given(const char *name)
 static int themis_open(void)
 {
     mca_coll_themis_component_t *c = &mca_coll_themis_component;
-    c->chunks_given = param_given("chunks");
     c->min_bytes_given = param_given("min_bytes");
     c->output = opal_output_open(NULL);
     opal_output_set_verbosity(c->output, c->verbose);

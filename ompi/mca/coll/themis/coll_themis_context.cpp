@@ -69,13 +69,10 @@ void Context::resolve_settings() {
     // Noted first: an info key set while this runs is resolved again at the next call.
     settings_.info_generation = info_generation();
     PlanRequest &req = settings_.request;
-    // The planner (src/planner.h) picks the count when chunks is 0 (auto); chunks no
-    // smaller than min_chunk_bytes either way, so small messages are not cut to pieces.
-    // Device-direct communicators plan it unless the user set one: a CUDA IPC message
-    // costs a ~16 us rendezvous and then moves hundreds of GB/s, so the default 128
-    // chunks (right for networks) are latency-bound there (H100, 4 ranks, 64 MiB
-    // All-Reduce on 2x2: 11.3 ms with 128 chunks, 0.75 ms planned).
-    req.chunks = device_direct() && !params().chunks_given ? 0 : params().chunks;
+    // The planner (src/planner.h) picks the count when chunks is 0 (auto, the default);
+    // chunks no smaller than min_chunk_bytes either way, so small messages are not cut
+    // to pieces.
+    req.chunks = params().chunks;
     req.min_chunk_bytes = params().min_chunk_bytes;
     // MPI_Comm_set_info / MPI_Comm_dup_with_info may choose the policy per communicator.
     req.scheduler.policy = info_choice("themis_policy", params().policy) == THEMIS_POLICY_BASELINE
