@@ -13,7 +13,7 @@
 //               fewer steps (they all move the same bytes), kept when predicted faster; if
 //               any was kept, the counts either side are tried again.
 //
-// Ties keep fewer chunks and a dimension's own algorithm. Same inputs, same choice, bit for
+// Ties take more chunks and keep a dimension's own algorithm. Same inputs, same choice, bit for
 // bit, so every rank makes it alone. Both the component (through compile_plan) and
 // themis-sim plan through predict_plan().
 #pragma once

@@ -74,14 +74,18 @@ TEST(PlannerByHand, WithoutLatencyTwoChunksReachTheBound) {
     // No latency, two dimensions of 2 peers at 1 GB/s, All-Reduce of 1 MiB: two chunks in
     // opposite orders keep both dimensions busy all the time (Reduce-Scatter: half a chunk
     // on each, then a quarter; All-Gather the reverse), so each carries its share of the
-    // 1.5 MiB every rank sends: 0.75 MiB at 1 GB/s. More chunks (up to the floor,
-    // 1 MiB / 64 KiB = 16) tie; ties keep fewer chunks. Tolerance 1e-12 s.
+    // 1.5 MiB every rank sends: 0.75 MiB at 1 GB/s; one chunk leaves a dimension idle.
+    // More chunks (up to the floor, 1 MiB / 64 KiB = 16) tie; ties take more chunks.
+    // Tolerance 1e-12 s.
     Topology t({dim(2, 1e9), dim(2, 1e9)});
     PlanRequest req = allreduce(1 << 20, kAutoChunks);
     req.min_chunk_bytes = 64 << 10;
+    const double bound = 0.75 * (1 << 20) / 1e9;
+    EXPECT_GT(predict(t, req, 1).ordering.makespan, bound * 1.1);
+    EXPECT_NEAR(predict(t, req, 2).ordering.makespan, bound, 1e-12);
     const Prediction p = predict_plan(t, req);
-    EXPECT_EQ(p.schedule.size(), 2u);
-    EXPECT_NEAR(p.ordering.makespan, 0.75 * (1 << 20) / 1e9, 1e-12);
+    EXPECT_EQ(p.schedule.size(), 16u);
+    EXPECT_NEAR(p.ordering.makespan, bound, 1e-12);
 }
 
 TEST(PlannerSearch, NeverWorseThanAnyPowerOfTwoCount) {
@@ -161,27 +165,30 @@ PlanRequest component_request(const Topology &topo, Collective coll, double byte
 
 } // namespace
 
-TEST(PlannerFill, OneStageAtHalfTheLinkTakesTwoChunksByHand) {
+TEST(PlannerFill, OneStageAtHalfTheLinkNeedsTwoChunksByHand) {
     // One dimension, 2 peers, 1 GB/s, no latency, K = 2, no byte bound or floor; All-Reduce
     // of 1 MB. Each RS or AG stage of a chunk of c bytes sends c/2.
     //   full link: 1 chunk: 0.5 MB + 0.5 MB at 1 GB/s = 1 ms; more chunks only tie.
     //   one stage 50 %, two 100 %: 1 chunk: 0.5 MB at 0.5 GB/s, twice = 2 ms; 2 chunks: both
     //   RS at once (2 x 0.25 MB at 1 GB/s = 0.5 ms), both AG (0.5 ms) = 1 ms; 4 tie.
-    // Ties keep fewer chunks. Tolerance 1e-12 s.
+    // Ties take more chunks: the limit, 128. Tolerance 1e-12 s.
     const Topology full({dim(2, 1e9)});
     PlanRequest req = allreduce(1000000, kAutoChunks, 2);
+    EXPECT_NEAR(predict(full, req, 1).ordering.makespan, 1e-3, 1e-12);
     Prediction p = predict_plan(full, req);
-    EXPECT_EQ(p.schedule.size(), 1u);
+    EXPECT_EQ(p.schedule.size(), 128u);
     EXPECT_NEAR(p.ordering.makespan, 1e-3, 1e-12);
     const Topology half = with_curve(full, {0.5, 1});
     EXPECT_NEAR(predict(half, req, 1).ordering.makespan, 2e-3, 1e-12);
+    EXPECT_NEAR(predict(half, req, 2).ordering.makespan, 1e-3, 1e-12);
     p = predict_plan(half, req);
-    EXPECT_EQ(p.schedule.size(), 2u);
+    EXPECT_EQ(p.schedule.size(), 128u);
     EXPECT_NEAR(p.ordering.makespan, 1e-3, 1e-12);
     // K = 1: nothing runs beside a stage; one chunk at half the link, 2 ms whatever the
     // count (a single dimension overlaps nothing).
     p = predict_plan(half, allreduce(1000000, kAutoChunks, 1));
-    EXPECT_EQ(p.schedule.size(), 1u);
+    EXPECT_NEAR(predict(half, allreduce(1000000, kAutoChunks, 1), 1).ordering.makespan, 2e-3,
+                1e-12);
     EXPECT_NEAR(p.ordering.makespan, 2e-3, 1e-12);
 }
 
