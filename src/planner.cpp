@@ -46,10 +46,14 @@ int next_count(int c, int limit) { return c * 2 > limit ? limit : c * 2; }
 // can plateau and rise before it falls far below (with coll_themis_max_active_bytes, large
 // stages run one at a time on a link one stage cannot fill; past some count K of them fit,
 // measured on the emulated 2x4: 2-16 chunks 75 %, 32-128 chunks 99 %). At most 8 counts.
-Best search_chunks(const Topology &topo, const PlanRequest &req, int limit) {
+// `at_limit`: the limit's prediction.
+Best search_chunks(const Topology &topo, const PlanRequest &req, int limit,
+                   Prediction &at_limit) {
     Best best;
     for (int c = 1;; c = next_count(c, limit)) {
-        best.improve(predict(topo, req, c), c);
+        Prediction p = predict(topo, req, c);
+        if (c == limit) at_limit = p;
+        best.improve(std::move(p), c);
         if (c == limit) break;
     }
     return best;
@@ -114,9 +118,12 @@ Prediction predict_plan(const Topology &topo, const PlanRequest &req) {
         search_algorithms(req, best);
         return std::move(best.prediction);
     }
-    Best best = search_chunks(topo, req, limit);
+    Prediction most_chunks;
+    Best best = search_chunks(topo, req, limit, most_chunks);
     if (search_algorithms(req, best)) search_neighbours(req, limit, best);
-    return std::move(best.prediction);
+    if (best.prediction.ordering.makespan < most_chunks.ordering.makespan * (1 - kClearGain))
+        return std::move(best.prediction);
+    return most_chunks;
 }
 
 std::vector<double> carried_after(const Prediction &p, const PlanRequest &req) {

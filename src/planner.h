@@ -12,6 +12,8 @@
 //   algorithms  at the best count, every alternative of one dimension at a time that takes
 //               fewer steps (they all move the same bytes), kept when predicted faster; if
 //               any was kept, the counts either side are tried again.
+//   kept        the choice only where predicted clearly faster (kClearGain) than the most
+//               chunks with the dimensions' own algorithms; those otherwise.
 //
 // Ties take more chunks and keep a dimension's own algorithm. Same inputs, same choice, bit for
 // bit, so every rank makes it alone. Both the component (through compile_plan) and
@@ -29,6 +31,15 @@ namespace themis {
 // The most chunks an auto count picks (settings.h; why: docs/design.md, "Why the
 // defaults").
 constexpr int kMaxAutoChunks = THEMIS_AUTO_CHUNKS_MAX;
+
+// An auto count's search keeps its choice only when predicted this much faster (a
+// fraction) than the most chunks with every dimension's own algorithm (what a fixed
+// coll_themis_chunks 128 runs); otherwise it runs those. The model's errors between near
+// counts are of this size (on the emulated networks single cells moved 5-9 points with
+// the choice, its mean within a point either way of 128 chunks over 7 rounds); where it
+// sees a large gain (a latency-bound network, device-direct copies: 0.75 ms against
+// 11.3 ms) the gain is real.
+constexpr double kClearGain = 0.05;
 
 struct Prediction {
     Topology topology; // the request's network, with the algorithm each dimension runs

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <random>
 #include <vector>
@@ -31,6 +32,27 @@ double brute_makespan(const Topology &t, const PlanRequest &req, int chunks) {
     auto s = schedule_chunks(t, req.collective, split_bytes(double(req.block_counts[0]), chunks),
                              req.scheduler);
     return simulate_schedule(t, s, req.ordering).makespan;
+}
+
+// What an auto count may choose, against the brute force over every power-of-two count with
+// the dimensions' own algorithms (makespans from `makespan_of(chunks)`): the search's choice,
+// predicted no slower than any of them and clearly faster than the most chunks
+// (kClearGain), or else the most chunks with their own algorithms.
+void expect_clear_gain_or_most_chunks(const Topology &t, const PlanRequest &req,
+                                      const Prediction &p,
+                                      const std::function<double(int)> &makespan_of) {
+    const int most = effective_chunks(req);
+    double best = std::numeric_limits<double>::infinity();
+    for (int c = 1; c <= most; c = c * 2 > most && c < most ? most : c * 2)
+        best = std::min(best, makespan_of(c));
+    const double at_most = makespan_of(most);
+    if (int(p.schedule.size()) == most && p.topology == t) {
+        EXPECT_EQ(p.ordering.makespan, at_most);
+        EXPECT_GE(best, at_most * (1 - kClearGain) * (1 - 1e-12));
+    } else {
+        EXPECT_LE(p.ordering.makespan, best * (1 + 1e-9));
+        EXPECT_LT(p.ordering.makespan, at_most * (1 - kClearGain));
+    }
 }
 
 // One dimension of 8 peers at 1 GB/s, 1 us per step, halving-doubling by default.
@@ -88,9 +110,10 @@ TEST(PlannerByHand, WithoutLatencyTwoChunksReachTheBound) {
     EXPECT_NEAR(p.ordering.makespan, bound, 1e-12);
 }
 
-TEST(PlannerSearch, NeverWorseThanAnyPowerOfTwoCount) {
+TEST(PlannerSearch, AClearGainOverTheMostChunksOrThose) {
     // Brute force over the candidate counts with the topology's own algorithms: the
-    // planner's choice is predicted at least as fast as the best of them.
+    // planner's choice is predicted at least as fast as the best of them and clearly faster
+    // than the most chunks, or it is the most chunks.
     std::mt19937_64 rng(17);
     std::vector<Topology> topologies;
     for (int i = 0; i < 40; ++i) {
@@ -106,11 +129,9 @@ TEST(PlannerSearch, NeverWorseThanAnyPowerOfTwoCount) {
                 SCOPED_TRACE(t.to_spec() + " bytes " + std::to_string(bytes) + " K " +
                              std::to_string(k));
                 const PlanRequest req = allreduce(bytes, kAutoChunks, k);
-                double best = std::numeric_limits<double>::infinity();
-                for (int c = 1; c <= kMaxAutoChunks; c *= 2)
-                    best = std::min(best, brute_makespan(t, req, c));
                 const Prediction p = predict_plan(t, req);
-                EXPECT_LE(p.ordering.makespan, best * (1 + 1e-12));
+                expect_clear_gain_or_most_chunks(
+                    t, req, p, [&](int c) { return brute_makespan(t, req, c); });
                 // And the prediction is that of the shape it reports.
                 EXPECT_EQ(p.ordering.makespan,
                           brute_makespan(p.topology, req, int(p.schedule.size())));
@@ -211,13 +232,12 @@ TEST(PlannerFill, AFullCurvePlansExactlyAsNone) {
 
 TEST(PlannerFill, TheEmulatedNetworksCurveTakesMoreChunks) {
     // 2x4 at 100 and 200 Mbit/s (the emulated network's profile), the component's defaults
-    // (K = 4, 2 MiB in flight, 256 KiB chunks at least). A full link gives, at 16 MiB, the
-    // plans the component made before fill curves, 16 chunks of 1 MiB (bench/HISTORY.md; 32
-    // for the All-Gather), of which 2 MiB lets two run at once; at 64 MiB the search over
-    // every count takes up to the most, 128. With the measured curve (one stage 56 %, two
-    // 78 %, four 94 %) the planner never takes fewer chunks and is predicted no slower under
-    // that curve than the full link's choice; where that was 16, it takes more, smaller
-    // chunks, predicted faster.
+    // (K = 4, 2 MiB in flight, 256 KiB chunks at least). On a full link the search at 16 MiB
+    // finds 16 chunks of 1 MiB best (32 for the All-Gather; the plans the component made
+    // before fill curves, which measured 3-7 points below 128 chunks, bench/HISTORY.md), but
+    // not clearly faster than the most, 64: the plan is those. With the measured curve (one
+    // stage 56 %, two 78 %, four 94 %) the planner never takes fewer chunks and is predicted
+    // no slower under that curve than the full link's choice.
     const Topology net = parse_topology("2x4:bw=100Mbps,200Mbps");
     const Topology filled = with_curve(net, {0.56, 0.78, 0.86, 0.94});
     for (const double bytes : {16.0 * (1 << 20), 64.0 * (1 << 20)}) {
@@ -231,11 +251,11 @@ TEST(PlannerFill, TheEmulatedNetworksCurveTakesMoreChunks) {
                 predict(filled, req, int(before.schedule.size())).ordering.makespan;
             EXPECT_GE(after.schedule.size(), before.schedule.size());
             EXPECT_LE(after.ordering.makespan, before_under_curve);
-            if (bytes == 16.0 * (1 << 20))
-                EXPECT_EQ(before.schedule.size(), coll == Collective::AllGather ? 32u : 16u);
-            if (before.schedule.size() == 16u) {
-                EXPECT_GT(after.schedule.size(), before.schedule.size());
-                EXPECT_LT(after.ordering.makespan, before_under_curve);
+            if (bytes == 16.0 * (1 << 20)) {
+                const int searched = coll == Collective::AllGather ? 32 : 16;
+                EXPECT_LT(predict(net, req, searched).ordering.makespan,
+                          predict(net, req, 64).ordering.makespan);
+                EXPECT_EQ(before.schedule.size(), 64u);
             }
         }
     }
@@ -247,7 +267,7 @@ TEST(PlannerFill, APlateauThenARiseIsSearchedPast) {
     // 16 chunks run dimension 1's large stages one at a time and predict alike, rising a
     // little at 16; from 32 chunks several stages fit and the prediction falls by a quarter.
     // A search that stopped at the rise took 2 chunks (57-69 % measured; 64 chunks 89-96 %).
-    // The choice is predicted no slower than every power-of-two count, tried by brute force.
+    // The choice is past the plateau and a clear gain over the most chunks, or those.
     const Topology t =
         parse_topology("2x4:bw=97.8Mbps,197Mbps:lat=7us,7us:alg=direct,hd:fill=1,0.73/0.99/0.99/1");
     for (const double bytes : {32.0 * (1 << 20), 64.0 * (1 << 20)}) {
@@ -255,10 +275,10 @@ TEST(PlannerFill, APlateauThenARiseIsSearchedPast) {
              {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather}) {
             SCOPED_TRACE(std::string(collective_name(coll)) + " " + std::to_string(bytes));
             const PlanRequest req = component_request(t, coll, bytes, kAutoChunks);
-            double best = std::numeric_limits<double>::infinity();
-            for (int c = 1; c <= kMaxAutoChunks; c *= 2)
-                best = std::min(best, predict(t, req, c).ordering.makespan);
-            EXPECT_LE(predict_plan(t, req).ordering.makespan, best * (1 + 1e-9));
+            const Prediction p = predict_plan(t, req);
+            EXPECT_GT(p.schedule.size(), 16u);
+            expect_clear_gain_or_most_chunks(
+                t, req, p, [&](int c) { return predict(t, req, c).ordering.makespan; });
         }
     }
 }
