@@ -47,8 +47,7 @@ int next_count(int c, int limit) { return c * 2 > limit ? limit : c * 2; }
 // stages run one at a time on a link one stage cannot fill; past some count K of them fit,
 // measured on the emulated 2x4: 2-16 chunks 75 %, 32-128 chunks 99 %). At most 8 counts.
 // `at_limit`: the limit's prediction.
-Best search_chunks(const Topology &topo, const PlanRequest &req, int limit,
-                   Prediction &at_limit) {
+Best search_chunks(const Topology &topo, const PlanRequest &req, int limit, Prediction &at_limit) {
     Best best;
     for (int c = 1;; c = next_count(c, limit)) {
         Prediction p = predict(topo, req, c);

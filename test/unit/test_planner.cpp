@@ -130,8 +130,8 @@ TEST(PlannerSearch, AClearGainOverTheMostChunksOrThose) {
                              std::to_string(k));
                 const PlanRequest req = allreduce(bytes, kAutoChunks, k);
                 const Prediction p = predict_plan(t, req);
-                expect_clear_gain_or_most_chunks(
-                    t, req, p, [&](int c) { return brute_makespan(t, req, c); });
+                expect_clear_gain_or_most_chunks(t, req, p,
+                                                 [&](int c) { return brute_makespan(t, req, c); });
                 // And the prediction is that of the shape it reports.
                 EXPECT_EQ(p.ordering.makespan,
                           brute_makespan(p.topology, req, int(p.schedule.size())));
