@@ -210,7 +210,8 @@ static const themis_param_t themis_params[] = {
     {.name = "chunks", FIELD(chunks), .level = OPAL_INFO_LVL_5,
      .default_value = THEMIS_CHUNKS_DEFAULT, RANGE(0, THEMIS_CHUNKS_MAX),
      .help = "Chunks a collective is split into, fewer where min_chunk_bytes asks; 0 = "
-             "auto: the count predicted fastest, up to " THEMIS_TEXT(THEMIS_AUTO_CHUNKS_MAX)},
+             "auto: the count predicted fastest, up to " THEMIS_TEXT(THEMIS_AUTO_CHUNKS_MAX)
+             ", where at least 5 percent faster than the most, else the most"},
     {.name = "min_chunk_bytes", FIELD(min_chunk_bytes), .level = OPAL_INFO_LVL_5,
      .default_value = THEMIS_MIN_CHUNK_BYTES_DEFAULT,
      .help = "Smallest chunk in bytes: fewer chunks are used for smaller messages "
