@@ -161,26 +161,25 @@ std::vector<Level> arrange_network(const std::vector<std::vector<int>> &nodes,
     return levels;
 }
 
-// Between nodes: halving-doubling where it applies (fewer steps), ring elsewhere.
-const char *network_algorithm(int peers) {
-    const Algorithm hd = Algorithm::HalvingDoubling;
-    return algorithm_name(algorithm_info(hd).accepts(peers) ? hd : Algorithm::Ring);
-}
+// Between nodes: ring. Halving-doubling moves the same bytes in fewer steps, and the planner
+// runs it where it applies and that is predicted clearly faster (with_step_alternatives);
+// where bandwidth decides, ring measured faster: 95.0-95.5 % of the ideal against 94.3-94.6 %
+// on the emulated 2x4 100/200 network, 16-64 MiB, typed rates (bench/RESULTS.md).
+const char *network_algorithm() { return algorithm_name(Algorithm::Ring); }
 
 // Within a node: one exchange with every peer at once. On shared memory each dependent
 // step costs a synchronisation of ranks that share cores, and direct has a single one:
 // measured within 10 % of tuned at 4 and 8 ranks a node, ring and hd 10-55 % behind
-// (1-D sweeps on one node, bench/HISTORY.md). Wider nodes were not measured; they keep the
-// step-count rule, since direct posts peers - 1 messages per stage.
+// (1-D sweeps on one node, bench/HISTORY.md). Wider nodes were not measured; they run as
+// the network does, since direct posts peers - 1 messages per stage.
 const char *node_algorithm(int peers) {
-    return peers <= kMaxDirectNodePeers ? algorithm_name(Algorithm::Direct)
-                                        : network_algorithm(peers);
+    return peers <= kMaxDirectNodePeers ? algorithm_name(Algorithm::Direct) : network_algorithm();
 }
 
 std::string default_algorithms(const std::vector<Level> &levels) {
     std::vector<std::string> algs;
     for (const Level &l : levels)
-        algs.push_back(l.inside_node ? node_algorithm(l.peers) : network_algorithm(l.peers));
+        algs.push_back(l.inside_node ? node_algorithm(l.peers) : network_algorithm());
     return join(algs, ",");
 }
 
@@ -223,6 +222,24 @@ std::map<std::string, std::string> attribute_lists(const std::string &attributes
     return lists;
 }
 
+// Whether the user's attribute lists hold `key` (then its values are the user's, pinned).
+bool gives_key(const std::string &attributes, const std::string &key) {
+    for (const auto &section : split(attributes, ':'))
+        if (section.compare(0, key.size() + 1, key + "=") == 0) return true;
+    return false;
+}
+
+// Auto's ring dimensions may run halving-doubling instead where it applies: the planner
+// chooses per call (planner.h).
+Topology with_step_alternatives(const Topology &topo) {
+    const Algorithm hd = Algorithm::HalvingDoubling;
+    std::vector<Dimension> dims = topo.dims();
+    for (Dimension &d : dims)
+        if (d.algorithm == Algorithm::Ring && algorithm_info(hd).accepts(d.peers))
+            d.alternatives = 1u << int(hd);
+    return Topology(dims);
+}
+
 // The topology of the levels with more than one peer (the first level if none has).
 Topology auto_topology(const std::string &attributes, const std::vector<Level> &levels,
                        std::vector<std::string> &level_names) {
@@ -243,7 +260,8 @@ Topology auto_topology(const std::string &attributes, const std::vector<Level> &
         for (size_t i : kept) kept_values.push_back(values[i]);
         spec += std::string(":") + key + "=" + join(kept_values, ",");
     }
-    return parse_topology(spec);
+    Topology topo = parse_topology(spec);
+    return gives_key(attributes, "alg") ? topo : with_step_alternatives(topo);
 }
 
 RankLayout auto_layout(const std::string &attributes, const RankPlacement &placement,

@@ -28,7 +28,8 @@
 //   1 per level      in the order above, counting the levels before any is dropped, e.g.
 //                    package,node,network0,network1.
 // Defaults: bw 100Gbps inside a node, 25Gbps between; lat 1us, 5us; alg direct inside a
-// node up to 8 peers, elsewhere hd for a power of two peers, else ring; fill 1 (full).
+// node up to 8 peers, elsewhere ring, which the planner may run as hd for a power of two
+// peers (Dimension::alternatives; alg= pins the algorithms); fill 1 (full).
 #pragma once
 
 #include <stdexcept>

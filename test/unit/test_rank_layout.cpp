@@ -47,22 +47,39 @@ TEST(RankLayoutAuto, NodesFormDimensionZeroWhateverThePlacement) {
     }
 }
 
-TEST(RankLayoutAuto, DirectWithinSmallNodesStepRuleElsewhere) {
+TEST(RankLayoutAuto, DirectWithinSmallNodesRingElsewhereHdWherePowersOfTwo) {
+    const unsigned hd = 1u << int(Algorithm::HalvingDoubling);
     struct Case {
         int nodes, per_node;
-        Algorithm node_level, network_level;
+        Algorithm node_level;
+        unsigned node_alternatives, network_alternatives;
     };
-    const Case cases[] = {{2, 2, Algorithm::Direct, Algorithm::HalvingDoubling},
-                          {4, 8, Algorithm::Direct, Algorithm::HalvingDoubling},
-                          {3, 6, Algorithm::Direct, Algorithm::Ring},
-                          {2, 16, Algorithm::HalvingDoubling, Algorithm::HalvingDoubling},
-                          {2, 12, Algorithm::Ring, Algorithm::HalvingDoubling}};
+    // Direct inside nodes of up to 8 ranks; ring elsewhere, with hd as the planner's
+    // alternative where the level's size is a power of two.
+    const Case cases[] = {{2, 2, Algorithm::Direct, 0, hd},
+                          {4, 8, Algorithm::Direct, 0, hd},
+                          {3, 6, Algorithm::Direct, 0, 0},
+                          {2, 16, Algorithm::Ring, hd, hd},
+                          {6, 12, Algorithm::Ring, 0, 0}};
     for (const Case &c : cases) {
         const RankLayout l = make_rank_layout("auto", blocks(c.nodes, c.per_node));
         ASSERT_EQ(l.topology.num_dims(), 2);
-        EXPECT_EQ(l.topology.dim(0).algorithm, c.node_level) << c.nodes << "x" << c.per_node;
-        EXPECT_EQ(l.topology.dim(1).algorithm, c.network_level) << c.nodes << "x" << c.per_node;
+        const Dimension &node = l.topology.dim(0), &network = l.topology.dim(1);
+        EXPECT_EQ(node.algorithm, c.node_level) << c.nodes << "x" << c.per_node;
+        EXPECT_EQ(node.alternatives, c.node_alternatives) << c.nodes << "x" << c.per_node;
+        EXPECT_EQ(network.algorithm, Algorithm::Ring) << c.nodes << "x" << c.per_node;
+        EXPECT_EQ(network.alternatives, c.network_alternatives) << c.nodes << "x" << c.per_node;
     }
+}
+
+TEST(RankLayoutAuto, TheUsersAlgorithmsArePinned) {
+    for (const char *dims : {"auto:alg=ring", "auto:alg=direct,hd", "auto:lat=2us:alg=ring,ring"}) {
+        const RankLayout l = make_rank_layout(dims, blocks(2, 4));
+        for (int d = 0; d < l.topology.num_dims(); ++d)
+            EXPECT_EQ(l.topology.dim(d).alternatives, 0u) << dims << " dimension " << d;
+    }
+    EXPECT_EQ(make_rank_layout("auto:alg=direct,hd", blocks(2, 4)).topology.dim(1).algorithm,
+              Algorithm::HalvingDoubling);
 }
 
 TEST(RankLayoutAuto, LevelsWithOnePeerAreDroppedWithTheirAttributes) {
@@ -169,7 +186,7 @@ TEST(RankLayoutPackages, RanksOfAPackageFormDimensionZeroThenPackagesThenNodes) 
     for (int p = 0; p < 16; ++p) EXPECT_EQ(l.rank_at[p], p); // ranks already in package order
     EXPECT_EQ(l.topology.dim(0).algorithm, Algorithm::Direct);
     EXPECT_EQ(l.topology.dim(1).algorithm, Algorithm::Direct);
-    EXPECT_EQ(l.topology.dim(2).algorithm, Algorithm::HalvingDoubling);
+    EXPECT_EQ(l.topology.dim(2).algorithm, Algorithm::Ring);
 }
 
 TEST(RankLayoutPackages, RanksDealtOverPackagesAreGatheredByPackage) {
@@ -283,7 +300,7 @@ TEST(RankLayoutGrid, NodesSitAtTheirHostsCoordinates) {
     EXPECT_EQ(peers_of(l), (std::vector<int>{2, 2, 2}));
     EXPECT_EQ(l.level_names, (std::vector<std::string>{"node", "network0", "network1"}));
     for (int p = 0; p < 8; ++p) EXPECT_EQ(l.rank_at[p], p);
-    EXPECT_EQ(l.topology.dim(1).algorithm, Algorithm::HalvingDoubling);
+    EXPECT_EQ(l.topology.dim(1).algorithm, Algorithm::Ring);
     EXPECT_DOUBLE_EQ(l.topology.dim(0).bandwidth, 100e9 / 8); // the defaults by side
     EXPECT_DOUBLE_EQ(l.topology.dim(2).bandwidth, 25e9 / 8);
 }
@@ -312,7 +329,7 @@ TEST(RankLayoutGrid, DimensionsWithOneHostAreDropped) {
     const HostGrid square = grid_of(kSquare);
     const RankLayout spread = make_rank_layout("auto", with_hosts(blocks(4, 1)), &square);
     EXPECT_EQ(spread.level_names, (std::vector<std::string>{"network0", "network1"}));
-    EXPECT_EQ(spread.topology.dim(0).algorithm, Algorithm::HalvingDoubling);
+    EXPECT_EQ(spread.topology.dim(0).algorithm, Algorithm::Ring);
 }
 
 TEST(RankLayoutGrid, AttributeListsOnePerLevel) {
