@@ -18,7 +18,7 @@
 #define THEMIS_AUTO_CHUNKS_MAX 128
 
 /* coll_themis_min_chunk_bytes, --min-chunk-bytes: no chunk smaller; 0 = no floor. */
-#define THEMIS_MIN_CHUNK_BYTES_DEFAULT (256 * 1024)
+#define THEMIS_MIN_CHUNK_BYTES_DEFAULT (128 * 1024)
 
 /* coll_themis_max_active, --max-active: stages running at once per dimension (K). */
 #define THEMIS_MAX_ACTIVE_DEFAULT 4
