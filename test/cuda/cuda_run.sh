@@ -158,10 +158,12 @@ fake)
     --impl themis,themis_baseline --peers 2,2
   # Device-direct communicators plan their chunk count unless coll_themis_chunks is given
   # (a CUDA IPC message is a rendezvous: 128 chunks are latency-bound there): the default
-  # plans what chunks=0 (auto) plans; an explicit 128 gives 16 MiB / 256 KiB = 64 chunks.
+  # plans what chunks=0 (auto) plans; an explicit 128 gives 16 MiB / 256 KiB = 64 chunks
+  # (the floor given here, so that the count does not follow its default).
   for c in default 0 128; do
     chunks=(); [ $c = default ] || chunks=(--mca coll_themis_chunks $c)
-    run fake_ipc_chunks_$c 4 "${L[@]}" --mca coll_themis_dims 2x2:bw=1600Gbps,1600Gbps:lat=16us,16us "${chunks[@]}" --bench bench_themis \
+    run fake_ipc_chunks_$c 4 "${L[@]}" --mca coll_themis_dims 2x2:bw=1600Gbps,1600Gbps:lat=16us,16us "${chunks[@]}" \
+      --mca coll_themis_min_chunk_bytes 262144 --bench bench_themis \
       --colls allreduce --verbose 5 --expect "rank 0: allreduce 16777216 B: [0-9]+ chunks" \
       -- -m 16M:16M -i 1 -x 1 -c --mem device --collective allreduce --impl themis --peers 2,2
   done
