@@ -203,9 +203,10 @@ std::vector<std::string> per_level(const std::string &key, const std::string &li
     return values;
 }
 
-// The user's attribute lists over the defaults, by key.
-std::map<std::string, std::string> attribute_lists(const std::string &attributes,
-                                                   const std::vector<Level> &levels) {
+// The user's attribute lists over the defaults, by key; `alg_given`: whether the user's
+// hold alg= (then its algorithms are pinned).
+std::map<std::string, std::string>
+attribute_lists(const std::string &attributes, const std::vector<Level> &levels, bool &alg_given) {
     std::map<std::string, std::string> lists = {{"bw", kAutoBandwidth},
                                                 {"lat", kAutoLatency},
                                                 {"alg", default_algorithms(levels)},
@@ -218,15 +219,9 @@ std::map<std::string, std::string> attribute_lists(const std::string &attributes
             throw SpecError("section \"" + section +
                             "\": expected key=value (bw=, lat=, alg= or fill=)");
         lists[key] = section.substr(eq + 1);
+        alg_given = alg_given || key == "alg";
     }
     return lists;
-}
-
-// Whether the user's attribute lists hold `key` (then its values are the user's, pinned).
-bool gives_key(const std::string &attributes, const std::string &key) {
-    for (const auto &section : split(attributes, ':'))
-        if (section.compare(0, key.size() + 1, key + "=") == 0) return true;
-    return false;
 }
 
 // Auto's ring dimensions may run halving-doubling instead where it applies: the planner
@@ -253,7 +248,8 @@ Topology auto_topology(const std::string &attributes, const std::vector<Level> &
         level_names.push_back(levels[i].name);
     }
     std::string spec = join(sizes, "x");
-    auto lists = attribute_lists(attributes, levels);
+    bool alg_given = false;
+    auto lists = attribute_lists(attributes, levels, alg_given);
     for (const char *key : {"bw", "lat", "alg", "fill"}) {
         const auto values = per_level(key, lists[key], levels);
         std::vector<std::string> kept_values;
@@ -261,7 +257,7 @@ Topology auto_topology(const std::string &attributes, const std::vector<Level> &
         spec += std::string(":") + key + "=" + join(kept_values, ",");
     }
     Topology topo = parse_topology(spec);
-    return gives_key(attributes, "alg") ? topo : with_step_alternatives(topo);
+    return alg_given ? topo : with_step_alternatives(topo);
 }
 
 RankLayout auto_layout(const std::string &attributes, const RankPlacement &placement,
