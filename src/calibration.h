@@ -67,7 +67,10 @@ struct CalibrationSettings {
     size_t min_bytes = 64 << 10; // first exchange of a phase
     size_t max_bytes = 16 << 20; // largest exchange
     size_t latency_bytes = 8;    // the small exchange that measures latency
-    int repetitions = 5;
+    // At most this many timed large exchanges per phase (at least 3): the exchange shrinks to
+    // fit its share of the budget, and each rank's median has more samples to resist a busy
+    // machine's disturbances (docs/design.md, "Why the defaults").
+    int repetitions = 9;
     // Small exchanges, timed for the latency: cheap, so more of them, for a minimum that a
     // busy machine's scheduling delays do not reach on every repetition of every rank.
     int latency_repetitions = 16;
