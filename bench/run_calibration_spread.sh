@@ -20,14 +20,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 : "${SPEC:?set SPEC, e.g. SPEC=2x4:bw=100Mbps,200Mbps}"
 A=${A:-} B=${B:-} JOBS=${JOBS:-10}
 QUEUE_MS=${QUEUE_MS:-20} MTU=${MTU:-9000} TIMEOUT=${TIMEOUT:-120}
-NETEM=bench/netem/netem.py
-build=$(python3 "$NETEM" ompi build) || exit 1
-work=$(mktemp -d) || exit 1
-
-trap 'python3 "$NETEM" down >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
-python3 "$NETEM" check >/dev/null || exit 77
-python3 "$NETEM" up --dims "$SPEC" --mode hosts --queue-ms "$QUEUE_MS" --mtu "$MTU" >/dev/null || exit 1
-python3 "$NETEM" topo-file >"$work/topo" || exit 1
+# shellcheck source=netem/hosts_network.sh
+source bench/netem/hosts_network.sh
 
 # The shaped rates in Mbit/s, comma-separated (the spec's bw= list; netem takes Mbps).
 shaped=$(sed 's/.*bw=\([^:]*\).*/\1/; s/Mbps//g' <<<"$SPEC")

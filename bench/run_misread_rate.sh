@@ -15,7 +15,9 @@
 # Environment: SPEC [2x2x2:bw=50Mbps,100Mbps,200Mbps], CACHED_BW [SPEC's rates, the last one
 # 153Mbps], ROUNDS [3], SIZES [16M:64M], ITERS [3],
 # COLLS [allreduce,reduce_scatter_block,allgather], LOGS [none: a directory that keeps each
-# run's output], QUEUE_MS [20], MTU [9000], TIMEOUT [600] seconds per run.
+# run's output], OPTIONS [none: more mpirun options of every job, e.g.
+# "--mca coll_themis_refine_threshold 0.1"], QUEUE_MS [20], MTU [9000], TIMEOUT [600] seconds
+# per run.
 set -uo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
@@ -23,16 +25,10 @@ SPEC=${SPEC:-2x2x2:bw=50Mbps,100Mbps,200Mbps}
 spec_bw=${SPEC#*bw=}
 CACHED_BW=${CACHED_BW:-${spec_bw%,*},153Mbps}
 ROUNDS=${ROUNDS:-3} SIZES=${SIZES:-16M:64M} ITERS=${ITERS:-3}
-COLLS=${COLLS:-allreduce,reduce_scatter_block,allgather} LOGS=${LOGS:-}
+COLLS=${COLLS:-allreduce,reduce_scatter_block,allgather} LOGS=${LOGS:-} OPTIONS=${OPTIONS:-}
 QUEUE_MS=${QUEUE_MS:-20} MTU=${MTU:-9000} TIMEOUT=${TIMEOUT:-600}
-NETEM=bench/netem/netem.py
-build=$(python3 "$NETEM" ompi build) || exit 1
-work=$(mktemp -d) || exit 1
-
-trap 'python3 "$NETEM" down >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
-python3 "$NETEM" check >/dev/null || exit 77
-python3 "$NETEM" up --dims "$SPEC" --mode hosts --queue-ms "$QUEUE_MS" --mtu "$MTU" >/dev/null || exit 1
-python3 "$NETEM" topo-file >"$work/topo" || exit 1
+# shellcheck source=netem/hosts_network.sh
+source bench/netem/hosts_network.sh
 [ -z "$LOGS" ] || mkdir -p "$LOGS" || exit 1
 
 # job FILE LOG [mpirun options...]: themis-bench with dims=auto, the topology file and FILE as
@@ -40,9 +36,10 @@ python3 "$NETEM" topo-file >"$work/topo" || exit 1
 job() {
   local file=$1 log=$2
   shift 2
+  # shellcheck disable=SC2086  # OPTIONS is a list of options
   python3 "$NETEM" run --themis --timeout "$TIMEOUT" -- --mca coll_themis_dims auto \
     --mca coll_themis_topo_file "$work/topo" --mca coll_themis_calibration_file "$file" \
-    --mca coll_themis_verbose 1 "$@" \
+    --mca coll_themis_verbose 1 $OPTIONS "$@" \
     "$build/bench/themis-bench" -m "$SIZES" -i "$ITERS" -x 1 -c --collective "$COLLS" \
     --impl themis --dims "$SPEC" >"$log" 2>&1 </dev/null
 }

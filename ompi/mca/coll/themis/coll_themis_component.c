@@ -164,7 +164,7 @@ static const themis_param_t themis_params[] = {
              "window the ranks agree on how busy each dimension measured against its plan, "
              "and revise measured rates that are off (coll_themis_refine_threshold); 0 = never"},
     {.name = "refine_threshold", FIELD(refine_threshold), .level = OPAL_INFO_LVL_5,
-     .default_value = 0.25, RANGE(0, 100),
+     .default_value = 0.15, RANGE(0, 100),
      .help = "How far one dimension's measured rate may be off relative to the others' (a "
              "fraction) before the rates are revised at run time; 0 = never"},
     {.name = "calibration_file", FIELD(calibration_file), .level = OPAL_INFO_LVL_4,
