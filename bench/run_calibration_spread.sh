@@ -10,8 +10,9 @@
 # shaped one, divided by the geometric mean of that over the job's dimensions (a slowdown
 # common to every dimension leaves the plans as they are, see README "Calibration"), less 1.
 #
-# Environment: SPEC (a netem dims spec with bw=, required), A, B (mpirun options of each
-# setting, e.g. "--mca mca_base_component_path DIR:OMPI_DIR" for a build's component, or
+# Environment: SPEC (a netem dims spec with bw= in Mbps, required; the summary reads the
+# measured rates in Mbps too, as themis prints them under 1 Gbit/s), A, B (mpirun options of
+# each setting, e.g. "--mca mca_base_component_path DIR:OMPI_DIR" for a build's component, or
 # "--mca coll_themis_calibration_seconds 1"; either may be empty), JOBS [10], QUEUE_MS [20],
 # MTU [9000], TIMEOUT [120] seconds per job.
 set -uo pipefail
