@@ -336,9 +336,17 @@ std::optional<Topology> cached_topology(const CalibrationEntries &entries, const
                                         const Topology &layout) {
     const auto found = entries.find(key);
     if (found == entries.end()) return std::nullopt;
-    Topology cached = parse_topology(found->second.spec);
+    const Topology cached = parse_topology(found->second.spec);
     if (!same_sizes_and_algorithms(cached, layout)) return std::nullopt;
-    return cached;
+    // The file gives the rates; what the planner may run is the layout's (a file written
+    // before alternatives were printed holds none).
+    std::vector<Dimension> dims = layout.dims();
+    for (size_t d = 0; d < dims.size(); ++d) {
+        dims[d].bandwidth = cached.dim(int(d)).bandwidth;
+        dims[d].latency = cached.dim(int(d)).latency;
+        dims[d].fill = cached.dim(int(d)).fill;
+    }
+    return Topology(std::move(dims));
 }
 
 std::string grid_text(const GridResult &grid) {

@@ -83,8 +83,9 @@ CalibrationEntries read_calibration_file(const std::string &path);
 void write_calibration_entry(const std::string &path, const std::string &key,
                              const Topology &measured, std::time_t written = std::time(nullptr));
 
-// The topology cached under `key`, when its sizes and algorithms are those of `layout`;
-// nullopt when there is no entry or it is stale.
+// `layout` with the rates (bandwidth, latency, fill curve) cached under `key`, when the
+// entry's sizes and algorithms are those of `layout`; nullopt when there is no entry or it
+// is stale.
 std::optional<Topology> cached_topology(const CalibrationEntries &entries, const std::string &key,
                                         const Topology &layout);
 

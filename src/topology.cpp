@@ -118,7 +118,7 @@ std::string Topology::to_spec() const {
         lat << sep
             << (dims_[d].latency == 0 ? std::string("0us")
                                       : with_unit(dims_[d].latency, lat_units, parse_latency));
-        alg << sep << algorithm_name(dims_[d].algorithm);
+        alg << sep << algorithm_text(dims_[d]);
         fill << sep << fill_text(dims_[d].fill);
         any_fill |= !dims_[d].fill.empty();
     }
@@ -298,6 +298,23 @@ Algorithm parse_algorithm(const std::string &text) {
     throw SpecError("algorithm: expected " + algorithm_choices() + ", got \"" + text + "\"");
 }
 
+void parse_algorithms(const std::string &text, Dimension &dim) {
+    const std::vector<std::string> names = split(text, '/');
+    dim.algorithm = parse_algorithm(names[0]);
+    dim.alternatives = 0;
+    for (size_t i = 1; i < names.size(); ++i) {
+        const Algorithm a = parse_algorithm(names[i]);
+        if (a != dim.algorithm) dim.alternatives |= 1u << int(a);
+    }
+}
+
+std::string algorithm_text(const Dimension &dim) {
+    std::string text = algorithm_name(dim.algorithm);
+    for (const AlgorithmInfo &alg : algorithms())
+        if (dim.alternatives >> int(alg.id) & 1u) text += "/" + alg.name;
+    return text;
+}
+
 std::string control_byte_in(const std::string &text) {
     for (size_t i = 0; i < text.size(); ++i) {
         const unsigned char c = static_cast<unsigned char>(text[i]);
@@ -355,7 +372,7 @@ Topology parse_topology(const std::string &spec) {
             try {
                 if (key == "bw") dims[d].bandwidth = parse_bandwidth(values[d]);
                 if (key == "lat") dims[d].latency = parse_latency(values[d]);
-                if (key == "alg") dims[d].algorithm = parse_algorithm(values[d]);
+                if (key == "alg") parse_algorithms(values[d], dims[d]);
                 if (key == "fill") dims[d].fill = parse_fill(values[d]);
             } catch (const SpecError &e) {
                 throw in_dim(d, e);
@@ -364,11 +381,14 @@ Topology parse_topology(const std::string &spec) {
     }
     for (int d = 0; d < nd; ++d) {
         const int n = dims[d].peers;
-        const AlgorithmInfo &alg = algorithm_info(dims[d].algorithm);
-        if (!alg.accepts(n))
-            throw SpecError("dimension " + std::to_string(d) +
-                            " algorithm: " + algorithm_label(alg.id) + " needs " + alg.needs +
-                            ", got " + std::to_string(n));
+        for (const AlgorithmInfo &alg : algorithms()) {
+            if (alg.id != dims[d].algorithm && !(dims[d].alternatives >> int(alg.id) & 1u))
+                continue;
+            if (!alg.accepts(n))
+                throw SpecError("dimension " + std::to_string(d) +
+                                " algorithm: " + algorithm_label(alg.id) + " needs " + alg.needs +
+                                ", got " + std::to_string(n));
+        }
     }
     return Topology(dims);
 }

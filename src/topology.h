@@ -115,6 +115,11 @@ std::vector<double> parse_fill(const std::string &text);
 std::string fill_text(const std::vector<double> &curve);
 // A name or alias of a row of algorithms/registry.
 Algorithm parse_algorithm(const std::string &text);
+// One dimension's alg= value: its algorithm, then any alternatives the planner may run
+// instead, separated by '/' ("ring/hd"); sets dim.algorithm and dim.alternatives.
+void parse_algorithms(const std::string &text, Dimension &dim);
+// The dimension's alg= value as the spec writes it: "ring", or "ring/hd" with alternatives.
+std::string algorithm_text(const Dimension &dim);
 
 // The six topologies of the Themis paper's Table 2, by name (e.g. "3D-SW_SW_SW_homo"),
 // with the algorithms of Table 2; a switch dimension may also run direct or ring.

@@ -36,8 +36,10 @@ One run:
                      PEERSxPEERSx...[:bw=LIST][:lat=LIST][:alg=LIST][:fill=LIST],
                      e.g. "2x4:bw=200Gbps,100Gbps:lat=1us,5us:alg=ring,hd" (a LIST holds one
                      value per dimension or one for all; bw units bps..Tbps or B/s..TB/s,
-                     none = Gbps; lat units ns, us, ms, s, none = us; alg ring, hd, direct;
-                     fill the dimension's fill curve, see --fill), or a topology of the
+                     none = Gbps; lat units ns, us, ms, s, none = us; alg ring, hd, direct,
+                     each followed by any alternatives the planner may run instead after
+                     '/', e.g. ring/hd, as the component's verbose `selected` line prints
+                     them; fill the dimension's fill curve, see --fill), or a topology of the
                      paper's Table 2: 2D-SW_SW, 3D-SW_SW_SW_homo, 3D-SW_SW_SW_hetero,
                      3D-FC_Ring_SW, 4D-Ring_SW_SW_SW, 4D-Ring_FC_Ring_SW
   --fill LIST        the fill curves, as the spec's fill= (also over a paper topology): per
@@ -53,9 +55,9 @@ One run:
 Defaults are the component's (one table: src/settings.h), "as" the parameter they mirror.
   --chunks N|auto    chunks the collective is split into, at most
                      (default {chunks}, as coll_themis_chunks); auto (or 0): the planner
-                     chooses the count (up to {auto_chunks}) and, on the paper's switch
-                     dimensions, the algorithm (hd, direct or ring), as the component does
-                     with coll_themis_chunks=0
+                     chooses the count (up to {auto_chunks}) and, on dimensions with
+                     alternatives (alg=ring/hd; the paper's switches: hd, direct or ring),
+                     the algorithm, as the component does with coll_themis_chunks=0
   --min-chunk-bytes B  no chunk smaller than B bytes; 0: no floor
                      (default {min_chunk_bytes}, as coll_themis_min_chunk_bytes)
   --policy P         the dimension order of a chunk: themis = Algorithm 1, least-loaded

@@ -409,6 +409,17 @@ TEST(CalibrationFileCached, ReturnsTheMeasuredRatesForTheSameLayout) {
     EXPECT_EQ(*cached, measured_2x4);
 }
 
+TEST(CalibrationFileCached, KeepsTheLayoutsAlternatives) {
+    // The entry holds rates and algorithms only (as a file written before alternatives
+    // were printed does); the planner may still run what the layout lets it.
+    const CalibrationEntries entries = {{"k", {measured_2x4.to_spec(), "2024-05-01T12:34:56Z"}}};
+    const std::optional<Topology> cached =
+        cached_topology(entries, "k", parse_topology("2x4:alg=ring/direct,hd/ring"));
+    ASSERT_TRUE(cached);
+    EXPECT_EQ(*cached,
+              parse_topology("2x4:bw=100Gbps,25GB/s:lat=2us,700ns:alg=ring/direct,hd/ring"));
+}
+
 TEST(CalibrationFileCached, MissingOrStaleEntryIsNone) {
     const CalibrationEntries entries = {{"k", {measured_2x4.to_spec(), "2024-05-01T12:34:56Z"}}};
     EXPECT_FALSE(cached_topology(entries, "other", parse_topology("2x4:alg=ring,hd")));

@@ -187,6 +187,20 @@ TEST(TopologyParse, AlgorithmNamesAndAliases) {
         EXPECT_EQ(parse_algorithm(algorithm_name(a)), a);
 }
 
+TEST(TopologyParse, AlternativesFollowTheAlgorithmAfterSlashes) {
+    const Topology t = parse_topology("4x2x3:alg=ring/hd,hd/direct/ring,direct/ring/direct");
+    const unsigned hd = 1u << int(Algorithm::HalvingDoubling),
+                   direct = 1u << int(Algorithm::Direct), ring = 1u << int(Algorithm::Ring);
+    EXPECT_EQ(t.dim(0).algorithm, Algorithm::Ring);
+    EXPECT_EQ(t.dim(0).alternatives, hd);
+    EXPECT_EQ(t.dim(1).algorithm, Algorithm::HalvingDoubling);
+    EXPECT_EQ(t.dim(1).alternatives, direct | ring);
+    // Naming the algorithm itself again adds nothing.
+    EXPECT_EQ(t.dim(2).algorithm, Algorithm::Direct);
+    EXPECT_EQ(t.dim(2).alternatives, ring);
+    EXPECT_EQ(parse_topology("4:alg=ring").dim(0).alternatives, 0u);
+}
+
 TEST(TopologyParse, HalvingDoublingAcceptedOnPowersOfTwoAndSinglePeer) {
     EXPECT_NO_THROW(parse_topology("1x2x4x8:alg=hd"));
     EXPECT_NO_THROW(parse_topology("3x4:alg=ring,hd"));
@@ -198,10 +212,19 @@ TEST(TopologyParse, HalvingDoublingAcceptedOnPowersOfTwoAndSinglePeer) {
 TEST(TopologySpec, ToSpecParsesBackToTheSameTopology) {
     for (const char *spec :
          {"2x4", "16x8x8:bw=1600Gbps,800Gbps,400Gbps:lat=700ns,700ns,1.7us:alg=hd,ring,hd",
-          "5:bw=3.3MB/s:lat=0", "3x1x2:alg=direct,ring,hd:lat=0.1ns"}) {
+          "5:bw=3.3MB/s:lat=0", "3x1x2:alg=direct,ring,hd:lat=0.1ns",
+          "4x2:alg=ring/hd,hd/ring/direct"}) {
         Topology t = parse_topology(spec);
         EXPECT_EQ(parse_topology(t.to_spec()), t) << spec << " -> " << t.to_spec();
     }
+}
+
+TEST(TopologySpec, ToSpecPrintsAlternativesInTheRegistrysOrder) {
+    EXPECT_NE(parse_topology("4x2:alg=ring/hd,hd/direct/ring")
+                  .to_spec()
+                  .find(":alg=ring/hd,hd/ring/direct"),
+              std::string::npos);
+    EXPECT_NE(parse_topology("4x2:alg=ring,hd").to_spec().find(":alg=ring,hd"), std::string::npos);
 }
 
 TEST(TopologySpec, ToSpecPrintsMeasuredRatesShortWithoutExponents) {
@@ -455,9 +478,13 @@ TEST(TopologySpecErrors, NonFiniteNumbersRejected) {
 TEST(TopologySpecErrors, HalvingDoublingOnNonPowerOfTwoNamesAlgorithm) {
     expect_spec_error("3:alg=hd", {"dimension 0", "hd", "power"});
     expect_spec_error("4x6:alg=ring,hd", {"dimension 1", "hd"});
+    // An alternative must fit the dimension as the algorithm must.
+    expect_spec_error("4x6:alg=ring,ring/hd", {"dimension 1", "hd", "power"});
 }
 TEST(TopologySpecErrors, UnknownAlgorithmNamed) {
     expect_spec_error("2x4:alg=tree", {"algorithm", "tree"});
+    expect_spec_error("2x4:alg=ring/tree", {"dimension 0", "algorithm", "tree"});
+    expect_spec_error("2x4:alg=ring/", {"dimension 0", "algorithm"});
 }
 TEST(TopologySpecErrors, UnknownKeyNamed) { expect_spec_error("2x4:foo=1", {"foo"}); }
 TEST(TopologySpecErrors, SectionWithoutValueRejected) {
