@@ -161,25 +161,30 @@ std::vector<Level> arrange_network(const std::vector<std::vector<int>> &nodes,
     return levels;
 }
 
-// Between nodes: ring. Halving-doubling moves the same bytes in fewer steps, and the planner
-// runs it where it applies and that is predicted clearly faster (with_step_alternatives);
-// where bandwidth decides, ring measured faster: 95.0-95.5 % of the ideal against 94.3-94.6 %
-// on the emulated 2x4 100/200 network, 16-64 MiB, typed rates (bench/RESULTS.md).
-const char *network_algorithm() { return algorithm_name(Algorithm::Ring); }
+// Between nodes: ring, with halving-doubling as the planner's alternative where it applies
+// ("ring/hd"): hd moves the same bytes in fewer steps, and the planner runs it where that is
+// predicted clearly faster; where bandwidth decides, ring measured faster: 95.0-95.5 % of the
+// ideal against 94.3-94.6 % on the emulated 2x4 100/200 network, 16-64 MiB, typed rates
+// (bench/RESULTS.md). A user's alg= list replaces this one, alternatives included.
+std::string network_algorithm(int peers) {
+    const AlgorithmInfo &hd = algorithm_info(Algorithm::HalvingDoubling);
+    return algorithm_name(Algorithm::Ring) + (hd.accepts(peers) ? "/" + hd.name : std::string());
+}
 
 // Within a node: one exchange with every peer at once. On shared memory each dependent
 // step costs a synchronisation of ranks that share cores, and direct has a single one:
 // measured within 10 % of tuned at 4 and 8 ranks a node, ring and hd 10-55 % behind
 // (1-D sweeps on one node, bench/HISTORY.md). Wider nodes were not measured; they run as
 // the network does, since direct posts peers - 1 messages per stage.
-const char *node_algorithm(int peers) {
-    return peers <= kMaxDirectNodePeers ? algorithm_name(Algorithm::Direct) : network_algorithm();
+std::string node_algorithm(int peers) {
+    return peers <= kMaxDirectNodePeers ? algorithm_name(Algorithm::Direct)
+                                        : network_algorithm(peers);
 }
 
 std::string default_algorithms(const std::vector<Level> &levels) {
     std::vector<std::string> algs;
     for (const Level &l : levels)
-        algs.push_back(l.inside_node ? node_algorithm(l.peers) : network_algorithm());
+        algs.push_back(l.inside_node ? node_algorithm(l.peers) : network_algorithm(l.peers));
     return join(algs, ",");
 }
 
@@ -203,10 +208,9 @@ std::vector<std::string> per_level(const std::string &key, const std::string &li
     return values;
 }
 
-// The user's attribute lists over the defaults, by key; `alg_given`: whether the user's
-// hold alg= (then its algorithms are pinned).
-std::map<std::string, std::string>
-attribute_lists(const std::string &attributes, const std::vector<Level> &levels, bool &alg_given) {
+// The user's attribute lists over the defaults, by key.
+std::map<std::string, std::string> attribute_lists(const std::string &attributes,
+                                                   const std::vector<Level> &levels) {
     std::map<std::string, std::string> lists = {{"bw", kAutoBandwidth},
                                                 {"lat", kAutoLatency},
                                                 {"alg", default_algorithms(levels)},
@@ -219,20 +223,8 @@ attribute_lists(const std::string &attributes, const std::vector<Level> &levels,
             throw SpecError("section \"" + section +
                             "\": expected key=value (bw=, lat=, alg= or fill=)");
         lists[key] = section.substr(eq + 1);
-        alg_given = alg_given || key == "alg";
     }
     return lists;
-}
-
-// Auto's ring dimensions may run halving-doubling instead where it applies: the planner
-// chooses per call (planner.h).
-Topology with_step_alternatives(const Topology &topo) {
-    const Algorithm hd = Algorithm::HalvingDoubling;
-    std::vector<Dimension> dims = topo.dims();
-    for (Dimension &d : dims)
-        if (d.algorithm == Algorithm::Ring && algorithm_info(hd).accepts(d.peers))
-            d.alternatives = 1u << int(hd);
-    return Topology(dims);
 }
 
 // The topology of the levels with more than one peer (the first level if none has).
@@ -248,16 +240,14 @@ Topology auto_topology(const std::string &attributes, const std::vector<Level> &
         level_names.push_back(levels[i].name);
     }
     std::string spec = join(sizes, "x");
-    bool alg_given = false;
-    auto lists = attribute_lists(attributes, levels, alg_given);
+    auto lists = attribute_lists(attributes, levels);
     for (const char *key : {"bw", "lat", "alg", "fill"}) {
         const auto values = per_level(key, lists[key], levels);
         std::vector<std::string> kept_values;
         for (size_t i : kept) kept_values.push_back(values[i]);
         spec += std::string(":") + key + "=" + join(kept_values, ",");
     }
-    Topology topo = parse_topology(spec);
-    return alg_given ? topo : with_step_alternatives(topo);
+    return parse_topology(spec);
 }
 
 RankLayout auto_layout(const std::string &attributes, const RankPlacement &placement,

@@ -311,7 +311,7 @@ void parse_algorithms(const std::string &text, Dimension &dim) {
 std::string algorithm_text(const Dimension &dim) {
     std::string text = algorithm_name(dim.algorithm);
     for (const AlgorithmInfo &alg : algorithms())
-        if (dim.alternatives >> int(alg.id) & 1u) text += "/" + alg.name;
+        if (alg.id != dim.algorithm && offers(dim, alg.id)) text += "/" + alg.name;
     return text;
 }
 
@@ -382,9 +382,7 @@ Topology parse_topology(const std::string &spec) {
     for (int d = 0; d < nd; ++d) {
         const int n = dims[d].peers;
         for (const AlgorithmInfo &alg : algorithms()) {
-            if (alg.id != dims[d].algorithm && !(dims[d].alternatives >> int(alg.id) & 1u))
-                continue;
-            if (!alg.accepts(n))
+            if (offers(dims[d], alg.id) && !alg.accepts(n))
                 throw SpecError("dimension " + std::to_string(d) +
                                 " algorithm: " + algorithm_label(alg.id) + " needs " + alg.needs +
                                 ", got " + std::to_string(n));
@@ -393,9 +391,12 @@ Topology parse_topology(const std::string &spec) {
     return Topology(dims);
 }
 
-bool may_run(const Dimension &dim, Algorithm a) {
-    if (!algorithm_info(a).accepts(dim.peers)) return false;
+bool offers(const Dimension &dim, Algorithm a) {
     return a == dim.algorithm || (dim.alternatives >> int(a) & 1u) != 0;
+}
+
+bool may_run(const Dimension &dim, Algorithm a) {
+    return algorithm_info(a).accepts(dim.peers) && offers(dim, a);
 }
 
 std::vector<std::string> paper_topology_names() {

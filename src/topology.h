@@ -48,8 +48,10 @@ constexpr size_t kMaxFillPoints = THEMIS_MAX_ACTIVE_MAX;
 // and hash equal.
 std::vector<double> canonical_fill(std::vector<double> curve);
 
-// Whether the planner may run `a` on the dimension: its own algorithm or an alternative,
-// where the algorithm accepts the dimension's number of peers.
+// Whether the dimension names `a`: as its algorithm or as an alternative.
+bool offers(const Dimension &dim, Algorithm a);
+// Whether the planner may run `a` on the dimension: one it offers, where the algorithm
+// accepts the dimension's number of peers.
 bool may_run(const Dimension &dim, Algorithm a);
 
 // A malformed spec: what() names the field and says what was expected.
