@@ -158,6 +158,7 @@ def cmd_up(args):
             ip_batch(ns, lines, what="tc")
         for ns in topo.endpoints:
             write_sysctls(ns, {}, per_dev={"rp_filter": 0})
+        tcp_cc = set_congestion_control(topo.endpoints, args.tcp_cc)
         os.makedirs(state_dir(args.prefix), exist_ok=True)
         write_host_files(topo)
         with open(os.path.join(state_dir(args.prefix), "state.json"), "w") as f:
@@ -172,8 +173,40 @@ def cmd_up(args):
         sys.exit(1)
     t3 = time.monotonic()
     print_summary(topo)
+    print("  TCP congestion control: %s" % (tcp_cc or "the kernel's default"))
     print("netem up: %d ip/tc commands; teardown of old %.2f s, build %.2f s, reachability check %.2f s"
           % (ncmd, t1 - t0, t2 - t1, t3 - t2))
+
+
+def set_congestion_control(endpoints, name):
+    """Gives the namespaces that hold the ranks' TCP sockets one congestion control. Why: the
+    kernel's default may be BBR, which paces each connection at its own, re-probed estimate
+    of the path's rate; with it one collective's time moved by up to 10 points from job to
+    job (bench/netem/README.md, Pitfalls), with cubic by 3. A namespace may pick only what
+    the root namespace allows, so `name` is added to net.ipv4.tcp_allowed_congestion_control
+    if it is missing there.
+    Returns the name set, or None where the namespaces keep the kernel's default."""
+    if name == "keep":
+        return None
+    base = "/proc/sys/net/ipv4/"
+    try:
+        with open(base + "tcp_available_congestion_control") as f:
+            if name not in f.read().split():
+                raise OSError("not in this kernel")
+        with open(base + "tcp_allowed_congestion_control") as f:
+            allowed = f.read().split()
+        if name not in allowed:
+            with open(base + "tcp_allowed_congestion_control", "w") as f:
+                f.write(" ".join(allowed + [name]))
+            print("netem up: note: added %s to net.ipv4.tcp_allowed_congestion_control" % name)
+        for ns in endpoints:
+            write_sysctls(ns, {"ipv4/tcp_congestion_control": name})
+        return name
+    except (OSError, NetemError) as e:
+        # Only the benchmarks' noise depends on it: the network works with any.
+        print("netem up: note: TCP congestion control %s not set (%s); the namespaces keep "
+              "the kernel's default" % (name, e))
+        return None
 
 
 def write_host_files(topo):
@@ -446,6 +479,9 @@ def main():
                    help="tbf latency: how long a packet may queue on a link, its buffer (default 20)")
     p.add_argument("--mtu", type=int, default=DEFAULT_MTU,
                    help="MTU of the shaped links; TCP carries (mtu-52)/(mtu+14) of the rate (default %d)" % DEFAULT_MTU)
+    p.add_argument("--tcp-cc", default="cubic",
+                   help="TCP congestion control of the ranks' sockets, or keep (the kernel's "
+                        "default; BBR's PROBE_RTT stalls links) (default cubic)")
     p.add_argument("--no-verify", action="store_true", help="skip the all-pairs reachability probe")
     p = sub.add_parser("down", help="tear the network down")
     pre(p)

@@ -2,7 +2,8 @@
 # test/netem/smoke.sh -- CI smoke test of the emulated network (bench/netem/; a few seconds).
 #
 # Builds a 2x4 network of 4 hosts x 2 ranks (one namespace per rank, tbf-shaped links,
-# 100/50 Mbit/s; Open MPI sees four nodes), runs netcheck (validated MPI_Allreduce,
+# 100/50 Mbit/s; Open MPI sees four nodes; the ranks' TCP congestion control cubic, or up
+# saying why not), runs netcheck (validated MPI_Allreduce,
 # MPI_Reduce_scatter_block, MPI_Allgather) on 8 ranks with coll/themis loaded from the build
 # tree (coll_themis_dims = the network's spec, verbose 2), checks (from the component's
 # events, test/common/log_events.sh) that themis ran the
@@ -85,6 +86,14 @@ netem_run() {  # netem_run MPIRUN_OPTION... -- PROGRAM ARG...
 start=$(date +%s)
 timeout 60 "$PY" "$NETEM" up --prefix "$PREFIX" --dims 2x4 --rates 100,50 --mode hosts >"$log" 2>&1 ||
     fail "netem.py up"
+# the ranks' sockets get cubic (BBR's pacing made the benchmarks' times wander), or up says
+# why not.
+cc=$(ip netns exec "${PREFIX}0" cat /proc/sys/net/ipv4/tcp_congestion_control 2>/dev/null)
+case "$(sed -n 's/^  TCP congestion control: //p' "$log")" in
+    cubic) [ "$cc" = cubic ] ;;
+    "the kernel's default") grep -q 'congestion control cubic not set' "$log" ;;
+    *) false ;;
+esac || fail "netem.py up: the ranks' TCP congestion control is $cc, not what up printed"
 exe=$(timeout 120 "$PY" "$NETEM" build --prefix "$PREFIX" 2>>"$log" | grep '/netcheck$') ||
     fail "compiling netcheck.c with mpicc"
 # 256 Ki ints = 1 MiB: above coll_themis_min_bytes (64 KiB), so themis runs it.
