@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # check_refine.sh -- the run-time rate revision end to end (coll_themis_refine.h): 4 ranks as
-# 2x2 with measured rates (no bw= in the spec, a short calibration), 20 validated 4 MiB
+# 2x2 with measured rates (no bw= in the spec, a short calibration), 20 validated 8 MiB
 # All-Reduces in themis-bench, coll_themis_refine_threshold 3 (a dimension must be off the
 # other by more than a factor of 4: noise on this machine does not get there).
 #   - every rank sees dimension 1 eight times slower than its plan (THEMIS_TEST_BUSY_SCALE=1:8):
@@ -12,7 +12,8 @@
 #     every rank revises alike at call 8, every result exact;
 #   - only rank 0 sees it: the agreed means (3 of 4 ranks see the plan) stay within the
 #     threshold, and no rank revises alone (no `rates` event at all);
-#   - every rank sees it, coll_themis_refine_calls 0: no revision.
+#   - every rank sees it, coll_themis_refine_calls 0: no revision;
+#   - every rank sees it in 4 MiB calls (under the 8 MiB evidence needs): no revision.
 # Environment: MPIRUN, THEMIS_BUILDDIR, OMPI_DEFAULT_COMPONENT_DIR.
 set -uo pipefail
 
@@ -35,7 +36,7 @@ run() {
     --mca coll_themis_refine_threshold 3 --mca coll_themis_verbose 1 "$@" \
     -- /bin/bash -c '[[ $OMPI_COMM_WORLD_RANK =~ ^('"$ranks"')$ ]] && export THEMIS_TEST_BUSY_SCALE=1:8
                   exec "$@"' run_refine \
-    "$BUILDDIR/bench/themis-bench" -m 4M:4M -i 20 -x 1 -c --collective allreduce \
+    "$BUILDDIR/bench/themis-bench" -m 8M:8M -i 20 -x 1 -c --collective allreduce \
     --impl themis --dims 2x2 "${bench[@]}" || fail "$name: the run failed (log $OUT/$name.log)"
   grep -q '^# validation: passed' "$OUT/$name.log" || fail "$name: results not validated (log $OUT/$name.log)"
 }
@@ -83,4 +84,11 @@ run rank0_only '0'
 run refine_off '[0-3]' --mca coll_themis_refine_calls 0
 [ "$(log_count "$OUT/refine_off.log" rates)" = 0 ] ||
   fail "refine_off: a revision with coll_themis_refine_calls 0 (log $OUT/refine_off.log)"
-echo "check_refine: passed (all ranks revise alike at call 8 ($factors), kept for the next job; nonblocking calls alike ($nb_factors); one rank alone revises nothing; refine_calls 0 revises nothing)"
+# 4 MiB: under the 8 MiB a call needs to give evidence (its busy times would tell the
+# transport's buffers), so every rank seeing dimension 1 slow revises nothing.
+bench=(-m 4M:4M)
+run small_calls '[0-3]'
+bench=()
+[ "$(log_count "$OUT/small_calls.log" rates)" = 0 ] ||
+  fail "small_calls: a revision from 4 MiB calls (log $OUT/small_calls.log)"
+echo "check_refine: passed (all ranks revise alike at call 8 ($factors), kept for the next job; nonblocking calls alike ($nb_factors); one rank alone revises nothing; refine_calls 0 revises nothing; 4 MiB calls revise nothing)"

@@ -21,6 +21,14 @@ constexpr double kWindowAgreements = 100;
 // Evidence only from calls predicted to take this many times the largest latency: their
 // busy time is the links' bandwidth, not their latency (which the refiner does not revise).
 constexpr double kEvidenceLatencies = 50;
+// ... and of at least this many bytes. A transport's buffers let a stage end before its data
+// has crossed the link (TCP's send buffer grows to 4 MiB per connection under Linux's
+// autotuning), so a call that moves not much more than that has busy times that tell the
+// buffers, not the links. On the emulated 2x4 100/200 network with rates right and every
+// window revising (threshold 0.01), five windows of 1 MiB All-Reduces moved one dimension's
+// factor to 0.16-6.4, of 4 MiB 0.80-1.25, of 8 MiB 0.96-1.05 (bench/RESULTS.md, "Rates
+// revised at run time").
+constexpr uint64_t kEvidenceBytes = uint64_t(8) << 20;
 
 // The agreement's predicted time: an allreduce of a few doubles, by recursive doubling,
 // ceil(log2 peers) steps of each dimension's latency there and back.
@@ -60,8 +68,11 @@ std::unique_ptr<RateRefiner> make_refiner(mca_coll_themis_module_t *m, ompi_comm
                                          threshold, std::move(fixed));
 }
 
-bool gives_evidence(const Topology &topo, Collective collective, double predicted_seconds) {
-    if (collective != Collective::AllReduce) return false;
+bool gives_evidence(const Topology &topo, const PlanRequest &request, double predicted_seconds) {
+    if (request.collective != Collective::AllReduce) return false;
+    if (request.block_counts.empty() ||
+        request.block_counts[0] * request.element_size < kEvidenceBytes)
+        return false;
     double latency = 0;
     for (const Dimension &d : topo.dims()) latency = std::max(latency, d.latency);
     return predicted_seconds >= kEvidenceLatencies * latency;
