@@ -480,8 +480,8 @@ def main():
     p.add_argument("--mtu", type=int, default=DEFAULT_MTU,
                    help="MTU of the shaped links; TCP carries (mtu-52)/(mtu+14) of the rate (default %d)" % DEFAULT_MTU)
     p.add_argument("--tcp-cc", default="cubic",
-                   help="TCP congestion control of the ranks' sockets, or keep (the kernel's "
-                        "default; BBR's PROBE_RTT stalls links) (default cubic)")
+                   help="TCP congestion control of the ranks' sockets, or keep: the kernel's "
+                        "default (default cubic: with BBR the benchmarks' times wandered)")
     p.add_argument("--no-verify", action="store_true", help="skip the all-pairs reachability probe")
     p = sub.add_parser("down", help="tear the network down")
     pre(p)
