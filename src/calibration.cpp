@@ -279,7 +279,8 @@ struct PhaseTimes {
 
 PhaseTimes measure_phase(CalibrationExchange &exchange, const std::vector<int> &dims,
                          const std::vector<double> &weight, bool joint, const AgreeMax &agree,
-                         const CalibrationSettings &s, double phase_seconds, double since) {
+                         const CalibrationSettings &s, double phase_seconds, double since,
+                         size_t start_bytes = 0) {
     auto sizes = [&](size_t bytes) {
         std::vector<size_t> out;
         for (double w : weight) out.push_back(std::max(s.latency_bytes, size_t(double(bytes) * w)));
@@ -289,7 +290,7 @@ PhaseTimes measure_phase(CalibrationExchange &exchange, const std::vector<int> &
     // up to about two of the final size, then come the repetitions. The times are agreed,
     // so every rank takes the same sizes and counts the same time spent.
     const double target = phase_seconds / double(s.repetitions + 2);
-    size_t bytes = s.min_bytes;
+    size_t bytes = start_bytes > 0 ? start_bytes : s.min_bytes;
     double spent = 0, last = 0;
     for (;;) {
         std::vector<double> t = exchange.run(dims, sizes(bytes));
@@ -431,7 +432,7 @@ CalibrationResult calibrate(const Topology &topo, int position, Transport &trans
     // exchanges, the agreements and ranks starting late cost beyond the timed exchanges
     // (about 0.3 s on the emulated network of a 2-core machine) comes out of the later ones.
     const bool fill = settings.fill_in_flight >= 2;
-    const size_t phases = measured.size() + (measured.size() > 1) + fill;
+    size_t phases = measured.size() + (measured.size() > 1) + fill; // one more to confirm
     double ended = 0;
     // A fifth of the budget is kept for the last phase's own overshoot.
     auto share = [&](size_t phase) {
@@ -465,24 +466,46 @@ CalibrationResult calibrate(const Topology &topo, int position, Transport &trans
         for (int d : measured) fastest = std::max(fastest, result.dims[d].bandwidth_alone);
         std::vector<double> weight;
         for (int d : measured) weight.push_back(result.dims[d].bandwidth_alone / fastest);
-        const PhaseTimes t = measure_phase(exchange, measured, weight, true, agree, settings,
-                                           share(measured.size()), budget_start);
+        // One joint phase: per dimension its rate busy with the others, and the exchange's
+        // size (the fastest dimension's bytes, weight 1).
+        size_t joint_bytes = 0;
+        auto joint_phase = [&](double phase_seconds) {
+            const PhaseTimes t = measure_phase(exchange, measured, weight, true, agree, settings,
+                                               phase_seconds, budget_start, joint_bytes);
+            ended = t.ended;
+            joint_bytes = *std::max_element(t.bytes.begin(), t.bytes.end());
+            std::vector<double> together;
+            for (size_t i = 0; i < measured.size(); ++i)
+                together.push_back(
+                    bandwidth_of(t.bytes[i], settings.latency_bytes, t.large[i], t.small[i]));
+            return together;
+        };
+        auto slowdown_of = [&](const std::vector<double> &together) {
+            double slowdown = 0;
+            for (size_t i = 0; i < measured.size(); ++i)
+                slowdown =
+                    std::max(slowdown, result.dims[measured[i]].bandwidth_alone / together[i]);
+            return slowdown;
+        };
+        std::vector<double> together = joint_phase(share(measured.size()));
+        result.joint_phases = 1;
         // Independent dimensions finish together at their rates alone; only a clear
         // slowdown (a shared NIC or bus) replaces those rates, since a joint exchange on a
-        // busy machine is also the noisiest measurement.
-        std::vector<double> together;
-        double slowdown = 0;
-        for (size_t i = 0; i < measured.size(); ++i) {
-            together.push_back(
-                bandwidth_of(t.bytes[i], settings.latency_bytes, t.large[i], t.small[i]));
-            slowdown = std::max(slowdown, result.dims[measured[i]].bandwidth_alone / together[i]);
+        // busy machine is also the noisiest measurement. A slowdown is confirmed by a second
+        // joint phase of the same size before it counts: a disturbance of the machine passes,
+        // a shared resource stays. Each dimension keeps the faster of its two readings.
+        if (slowdown_of(together) > settings.shared_slowdown) {
+            ++phases;
+            const std::vector<double> again = joint_phase(share(measured.size() + 1));
+            for (size_t i = 0; i < measured.size(); ++i)
+                together[i] = std::max(together[i], again[i]);
+            result.joint_phases = 2;
         }
-        result.joint_slowdown = slowdown;
-        result.shared = slowdown > settings.shared_slowdown;
+        result.joint_slowdown = slowdown_of(together);
+        result.shared = result.joint_slowdown > settings.shared_slowdown;
         if (result.shared)
             for (size_t i = 0; i < measured.size(); ++i)
                 result.dims[measured[i]].bandwidth = together[i];
-        ended = t.ended;
     }
     // Last, with every dimension's rate known (the streams' sizes follow them).
     if (fill) measure_fill(exchange, measured, result, agree, settings, share(phases - 1));

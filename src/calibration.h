@@ -8,8 +8,10 @@
 //            each sending in proportion to its rate alone, timed until the last finishes:
 //            a dimension that shares a NIC, a bus or cores with another is slower there,
 //            and that rate is the one the schedule meets, since Themis keeps every
-//            dimension busy. Only a clear slowdown (shared_slowdown) counts: independent
-//            dimensions keep their rates alone, the less noisy measurement.
+//            dimension busy. Only a clear slowdown (shared_slowdown) counts, and only when
+//            a second joint phase shows it again (on a 2-core machine running 8 ranks, 1 job
+//            in 30 read independent links 1.27 slower once): independent dimensions keep
+//            their rates alone, the less noisy measurement.
 //   pattern  one exchange: every rank sends B bytes on each dimension of the phase, and
 //            receives as much, with the peers the dimension's algorithm talks to in one
 //            step (its row in algorithms/registry.cpp): its ring neighbours (ring), its
@@ -109,6 +111,7 @@ struct CalibrationResult {
     // alone (0 with one dimension), and whether it counted as sharing (shared_slowdown).
     double joint_slowdown = 0;
     bool shared = false;
+    int joint_phases = 0; // 2 when a slowdown over shared_slowdown was measured again
 };
 
 // Collective over every rank of the topology: replaces `values` by their element-wise

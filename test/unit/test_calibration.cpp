@@ -50,6 +50,14 @@ class ShapedNetwork {
         small_bytes_ = bytes;
         delay_ = delay;
     }
+    // Rank 0's sends are `factor` times slower from its first send of more than `small`
+    // bytes while another of its links is busy (the first joint exchange) until its next
+    // send of at most `small` bytes (that phase's small exchanges): one joint phase's large
+    // exchanges, as a machine busy for a moment would slow them.
+    void slow_first_joint_exchanges(double factor, size_t small) {
+        joint_factor_ = factor;
+        joint_small_ = small;
+    }
 
   private:
     // A send completes when the loopback matched it and its link has carried it; a
@@ -65,7 +73,8 @@ class ShapedNetwork {
             std::lock_guard<std::mutex> lock(n_.mutex_);
             double &free = n_.link_free_[rank_][n_.shared_link_ ? 0 : d];
             const double now = seconds_since(n_.start_);
-            free = std::max(free, now) + double(bytes) / n_.rate_[d];
+            const double slower = rank_ == 0 ? n_.disturbance(d, bytes, now) : 1.0;
+            free = std::max(free, now) + slower * double(bytes) / n_.rate_[d];
             // A message alone moves at most at its share of the link.
             const double alone = now + double(bytes) / (n_.rate_[d] * n_.flow_share_[d]);
             double late = 0;
@@ -97,6 +106,18 @@ class ShapedNetwork {
     };
     friend class Rank;
 
+    // slow_first_joint_exchanges: the factor for rank 0's send of `bytes` on `d` at `now`.
+    double disturbance(int d, size_t bytes, double now) {
+        if (joint_factor_ <= 1 || joint_window_ == Window::Over) return 1.0;
+        if (joint_window_ == Window::Open && bytes <= joint_small_) joint_window_ = Window::Over;
+        bool other_busy = false;
+        for (size_t other = 0; other < link_free_[0].size(); ++other)
+            other_busy |= int(other) != d && link_free_[0][other] > now;
+        if (joint_window_ == Window::NotYet && bytes > joint_small_ && other_busy)
+            joint_window_ = Window::Open;
+        return joint_window_ == Window::Open ? joint_factor_ : 1.0;
+    }
+
     std::mutex mutex_;
     LoopbackNetwork net_;
     std::vector<double> rate_, latency_, flow_share_;
@@ -105,6 +126,9 @@ class ShapedNetwork {
     int delayed_ = 0;
     size_t small_bytes_ = 0;
     double delay_ = 0;
+    enum class Window { NotYet, Open, Over } joint_window_ = Window::NotYet;
+    double joint_factor_ = 1;
+    size_t joint_small_ = 0;
     Clock::time_point start_;
     std::vector<std::unique_ptr<Rank>> ranks_;
 };
@@ -220,7 +244,26 @@ TEST(CalibrationShaped, MeasuresEachDimensionsRateAndAgreesOnEveryRank) {
     // Separate links: busy together, neither slowed down enough to count as sharing.
     EXPECT_NEAR(results[0].joint_slowdown, 1.0, 0.2);
     EXPECT_FALSE(results[0].shared);
+    EXPECT_EQ(results[0].joint_phases, 1);
     EXPECT_GT(results[0].bytes_sent, 0u);
+}
+
+TEST(CalibrationShaped, AJointPhaseSlowedForAMomentIsNotTakenForASharedLink) {
+    // Separate links, but rank 0 three times slower through the first joint phase's large
+    // exchanges (a busy moment of the machine): that phase alone reads a slowdown of about
+    // 3, the second one shows the links independent.
+    const Topology topo({dim(2, 1), dim(2, 1)});
+    const std::vector<double> rate = {20e6, 5e6};
+    ShapedNetwork net(topo, rate, {300e-6, 800e-6}, false);
+    const CalibrationSettings s = quick_settings();
+    net.slow_first_joint_exchanges(3.0, s.latency_bytes);
+    const auto results = calibrate_all(topo, net, {0, 1}, s);
+    expect_identical_rates(results);
+    EXPECT_EQ(results[0].joint_phases, 2);
+    EXPECT_NEAR(results[0].joint_slowdown, 1.0, 0.2);
+    EXPECT_FALSE(results[0].shared);
+    for (int d = 0; d < 2; ++d)
+        EXPECT_EQ(results[0].dims[d].bandwidth, results[0].dims[d].bandwidth_alone) << d;
 }
 
 TEST(CalibrationShaped, DimensionsSharingOneLinkShowItWhenBusyTogether) {
@@ -240,6 +283,8 @@ TEST(CalibrationShaped, DimensionsSharingOneLinkShowItWhenBusyTogether) {
     // What the verbose log says: each dimension about twice as slow together, so shared.
     EXPECT_NEAR(results[0].joint_slowdown, 2.0, 0.4);
     EXPECT_TRUE(results[0].shared);
+    // Measured twice: a shared link slows every joint phase.
+    EXPECT_EQ(results[0].joint_phases, 2);
 }
 
 TEST(CalibrationShaped, ARankLateForItsFirstSmallExchangesDoesNotMakeTheLatency) {

@@ -172,6 +172,7 @@ CalibratedTopology calibrated_topology(mca_coll_themis_module_t *m, ompi_communi
         out.bytes_sent = result.bytes_sent;
         out.joint_slowdown = result.joint_slowdown;
         out.shared = result.shared;
+        out.joint_phases = result.joint_phases;
         // Every rank holds the same agreed numbers, but tests make a measurement fail on
         // some ranks only (THEMIS_TEST_CALIBRATION_FAILS): all keep the defaults together.
         std::vector<double> failed = {

@@ -41,6 +41,7 @@ struct CalibratedTopology {
     uint64_t bytes_sent = 0;    // this rank's bytes sent measuring
     double joint_slowdown = 0;  // the calibration's joint phase (calibration.h)
     bool shared = false;        // whether it counted as sharing (the joint rates kept)
+    int joint_phases = 0;       // how many joint phases it took (2: a slowdown measured again)
     std::string note;           // why the defaults were kept, or a cache problem; "" if none
     RatesKept kept;
 };

@@ -323,6 +323,7 @@ void Context::calibrate(mca_coll_themis_module_t *m, const std::vector<std::stri
             .add("mb_sent", double(rates.bytes_sent) / 1e6, "%.3g")
             .add("joint_slowdown", rates.joint_slowdown, "%.3f")
             .add("shared", rates.shared ? "yes" : "no")
+            .add("joint_phases", rates.joint_phases)
             .emit(1, comm_);
     if (!rates.note.empty()) say(1, comm_, rates.note);
     engine_ = std::make_unique<Engine>(layout_.topology, engine_transport, memory_,
