@@ -20,7 +20,9 @@
 # Environment: OSU_DIR (the folder of OSU's built osu_allreduce and osu_allgather,
 # required: OSU is not a Debian package), SPEC [2x4:bw=100Mbps,200Mbps], ROUNDS [2],
 # ITERS [5], WARMUP [3], WARMUP_THEMIS [10], VALIDATE [1], ALLREDUCE_SIZES [4:16777216],
-# ALLGATHER_SIZES [4:2097152], QUEUE_MS [20], MTU [9000], TIMEOUT [1200] per run.
+# ALLGATHER_SIZES [4:2097152], QUEUE_MS [20], MTU [9000], TIMEOUT [1200] per run,
+# THEMIS_ARGS [the themis run's options above] (e.g. `--mca coll_themis_min_bytes 1073741824`:
+# every call handed to tuned, a run of tuned against itself that shows the sweep's own spread).
 set -uo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
@@ -37,7 +39,7 @@ for b in osu_allreduce osu_allgather; do
   [ -x "$OSU_DIR/$b" ] || { echo "run_osu_netem: no $OSU_DIR/$b" >&2; exit 1; }
 done
 declare -A IMPL_ARGS=(
-  [themis]="--mca coll_themis_dims auto --mca coll_themis_verbose 1"
+  [themis]=${THEMIS_ARGS:-"--mca coll_themis_dims auto --mca coll_themis_verbose 1"}
   [tuned]="--mca coll ^themis,han"
   [han]="--mca coll ^themis --mca coll_han_priority 100")
 

@@ -63,7 +63,7 @@ Crossover::Times Crossover::trial_times(int collective, size_t bytes) const {
 
 Crossover::Runner Crossover::decide(int collective, size_t bytes, Times agreed) {
     Bin &b = bin(collective, bytes);
-    b.winner = agreed.themis < agreed.below ? Runner::kThemis : Runner::kBelow;
+    b.winner = agreed.themis < (1 - kMargin) * agreed.below ? Runner::kThemis : Runner::kBelow;
     return *b.winner;
 }
 

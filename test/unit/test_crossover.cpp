@@ -71,6 +71,16 @@ TEST(Crossover, TheBinGoesToTheFasterForGoodAndIsNeverTimedAgain) {
     EXPECT_EQ(c.decided(kAllreduce, 4 * k64K), Runner::kThemis);
 }
 
+TEST(Crossover, ThemisWinsABinOnlyByTheMargin) {
+    // The module below at 1 ms: themis takes the bin at 0.89 ms (11 % faster), not at
+    // 0.95 ms (5 % faster; the allgather trial that OSU's long run then found 2x slower).
+    Crossover c;
+    run_trial(c, kAllgather, k64K, 0.95e-3, 1e-3);
+    EXPECT_EQ(c.decide(kAllgather, k64K, c.trial_times(kAllgather, k64K)), Runner::kBelow);
+    run_trial(c, kAllgather, 2 * k64K, 0.89e-3, 1e-3);
+    EXPECT_EQ(c.decide(kAllgather, 2 * k64K, c.trial_times(kAllgather, 2 * k64K)), Runner::kThemis);
+}
+
 TEST(Crossover, TrialTimesAreEachRunsMean) {
     // Skew moves time between consecutive calls (12 + 3 + 15 ms on themis: one call
     // finished early at a late rank, the next waited): the mean holds, 20 and 10 ms.
