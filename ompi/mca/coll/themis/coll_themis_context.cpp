@@ -253,7 +253,7 @@ void Context::watch_sole(Call &call, bool done) {
     const Plan &plan = *call.execution_->plan();
     // Stages end when the progress loop sees them end: a call left undriven while the
     // program computed would charge that time to whichever dimensions were busy.
-    if (gives_evidence(layout_.topology, call.request, plan.predicted_time) &&
+    if (gives_evidence(layout_.topology, plan) &&
         sole_longest_gap_ <= kLongestDriveGap * plan.predicted_time)
         refiner_->add_evidence(plan.busy, busy_since(sole_busy_before_));
 }
@@ -277,7 +277,7 @@ bool Context::run(Call &call) {
     if (!refiner_) return false;
     ++refined_calls_;
     const Plan &plan = *call.execution_->plan();
-    if (!alone || !gives_evidence(layout_.topology, call.request, plan.predicted_time))
+    if (!alone || !gives_evidence(layout_.topology, plan))
         return refiner_->count_call(plan.predicted_time, nullptr, nullptr);
     return refiner_->count_call(plan.predicted_time, &plan.busy, &busy_since(busy_before_));
 }

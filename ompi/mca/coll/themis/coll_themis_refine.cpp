@@ -68,14 +68,11 @@ std::unique_ptr<RateRefiner> make_refiner(mca_coll_themis_module_t *m, ompi_comm
                                          threshold, std::move(fixed));
 }
 
-bool gives_evidence(const Topology &topo, const PlanRequest &request, double predicted_seconds) {
-    if (request.collective != Collective::AllReduce) return false;
-    if (request.block_counts.empty() ||
-        request.block_counts[0] * request.element_size < kEvidenceBytes)
-        return false;
+bool gives_evidence(const Topology &topo, const Plan &plan) {
+    if (plan.collective != Collective::AllReduce || plan.work_bytes < kEvidenceBytes) return false;
     double latency = 0;
     for (const Dimension &d : topo.dims()) latency = std::max(latency, d.latency);
-    return predicted_seconds >= kEvidenceLatencies * latency;
+    return plan.predicted_time >= kEvidenceLatencies * latency;
 }
 
 void refine_rates(mca_coll_themis_module_t *m, Context &ctx) {

@@ -36,14 +36,14 @@ class Context;
 std::unique_ptr<RateRefiner> make_refiner(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
                                           const CalibratedTopology &rates);
 
-// Whether a call of `request` predicted to take `predicted_seconds` on `topo` tells its
+// Whether a call run by `plan` (its collective, bytes and predicted time) on `topo` tells its
 // links' rates: an All-Reduce large enough for the links, not the transport's buffers, and
 // long enough for bandwidth, not latency, to make its busy time.
 // Only All-Reduces: on the emulated 2x2x2 50/100/200 network a Reduce-Scatter's busy times read
 // the node level 4.5 times faster than its measured rate and an All-Gather's the fastest
 // dimension 1.3 times, with rates right (bench/RESULTS.md, "Rates revised at run time"), where
 // an All-Reduce's agreed within 18 %; revising from them slowed the All-Gathers after to 37 %.
-bool gives_evidence(const Topology &topo, const PlanRequest &request, double predicted_seconds);
+bool gives_evidence(const Topology &topo, const Plan &plan);
 
 // A nonblocking call tells them only when the progress loop drove it almost all along: no
 // two of its drives further apart than this share of its predicted time. A stage is seen to
