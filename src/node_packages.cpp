@@ -95,11 +95,17 @@ int HwlocTopology::package_of_current_binding() const {
 }
 
 int current_package() {
-    try {
-        return HwlocTopology::this_machine().package_of_current_binding();
-    } catch (const std::exception &) {
-        return -1; // no topology: the package is unknown, which callers already handle
-    }
+    // Loading the machine's topology reads /sys and takes milliseconds (5.5-7 ms on the
+    // development VM), which every new communicator's set-up would pay: it is loaded once per
+    // process. The binding is read again each time, cheaply: a program may rebind.
+    static const std::unique_ptr<HwlocTopology> machine = []() -> std::unique_ptr<HwlocTopology> {
+        try {
+            return std::make_unique<HwlocTopology>(HwlocTopology::this_machine());
+        } catch (const std::exception &) {
+            return nullptr; // no topology: the package is unknown, which callers handle
+        }
+    }();
+    return machine ? machine->package_of_current_binding() : -1;
 }
 
 } // namespace themis

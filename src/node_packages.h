@@ -46,7 +46,8 @@ class HwlocTopology {
     std::unique_ptr<Loaded> loaded_;
 };
 
-// This process's package from its current binding on the real machine; -1
+// This process's package from its current binding on the real machine (its topology
+// loaded once per process, the binding read at each call); -1
 // when unknown (hwloc failed), unbound on several packages, or spanning.
 int current_package();
 
