@@ -97,10 +97,12 @@ int HwlocTopology::package_of_current_binding() const {
 int current_package() {
     // Loading the machine's topology reads /sys and takes milliseconds (5.5-7 ms on the
     // development VM), which every new communicator's set-up would pay: it is loaded once per
-    // process. The binding is read again each time, cheaply: a program may rebind.
-    static const std::unique_ptr<HwlocTopology> machine = []() -> std::unique_ptr<HwlocTopology> {
+    // process and kept to its end, never destroyed: a static's destructor, run when Open MPI
+    // unloads the component in MPI_Finalize, made processes crash there (the MPI checks). The
+    // binding is read again each time, cheaply: a program may rebind.
+    static const HwlocTopology *const machine = []() -> HwlocTopology * {
         try {
-            return std::make_unique<HwlocTopology>(HwlocTopology::this_machine());
+            return new HwlocTopology(HwlocTopology::this_machine());
         } catch (const std::exception &) {
             return nullptr; // no topology: the package is unknown, which callers handle
         }
