@@ -4,6 +4,7 @@
 #include "fnv1a.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,9 +21,11 @@ namespace themis {
 
 namespace {
 
-const char *const header = "themis-calibration 3";
-// Format 2 held topology entries only: read as they are, written back as format 3.
+const char *const header = "themis-calibration 4";
+// Formats 2 (topology entries only) and 3 (and grids, no node transport choices) are read as
+// they are and written back as format 4.
 const char *const header_without_grids = "themis-calibration 2";
+const char *const header_without_node_choices = "themis-calibration 3";
 // Format 1 kept rates measured without the fill curve: such a file holds no entry this
 // version uses (measured again, then replaced whole), and is no error.
 const char *const header_without_fill = "themis-calibration 1";
@@ -75,6 +78,8 @@ bool is_utc_text(const std::string &text) {
 }
 
 bool is_grid_key(const std::string &key) { return key.rfind("hosts", 0) == 0; }
+const char *const node_key_part = "-node-";
+bool is_node_key(const std::string &key) { return key.find(node_key_part) != std::string::npos; }
 
 // Splits `text` at every `separator` (empty fields kept).
 std::vector<std::string> split(const std::string &text, char separator) {
@@ -134,6 +139,22 @@ GridResult parse_grid_text(const std::string &text) {
     return grid;
 }
 
+// NODE: "cma=none" or "cma=0,2": the dimensions that run single-copy. Throws
+// std::invalid_argument.
+std::vector<int> parse_node_text(const std::string &text) {
+    const std::string prefix = "cma=";
+    if (text.rfind(prefix, 0) != 0) throw std::invalid_argument("expected cma=...");
+    const std::string body = text.substr(prefix.size());
+    std::vector<int> dims;
+    if (body == "none") return dims;
+    for (const std::string &d : split(body, ',')) {
+        dims.push_back(small_number(d));
+        if (dims.size() > 1 && dims.back() <= dims[dims.size() - 2])
+            throw std::invalid_argument("dimensions not in increasing order");
+    }
+    return dims;
+}
+
 std::string with_errno(const std::string &what) { return what + ": " + std::strerror(errno); }
 
 // The file's contents; nullopt when it does not exist.
@@ -180,6 +201,12 @@ std::pair<std::string, CalibrationEntry> parse_entry(const std::string &line,
         } catch (const std::invalid_argument &e) {
             throw CalibrationFileError(where + ": the grid does not parse: " + e.what());
         }
+    } else if (is_node_key(fields[0])) {
+        try {
+            parse_node_text(fields[1]);
+        } catch (const std::invalid_argument &e) {
+            throw CalibrationFileError(where + ": the node transport does not parse: " + e.what());
+        }
     } else {
         try {
             parse_topology(fields[1]);
@@ -193,7 +220,10 @@ std::pair<std::string, CalibrationEntry> parse_entry(const std::string &line,
     return {fields[0], CalibrationEntry{fields[1], fields[2]}};
 }
 
-CalibrationEntries parse_entries(const std::string &text, const std::string &path) {
+// The entries of `text`; a line that does not parse is left out and described in `damaged`
+// (path:line: what is wrong), as is every line of a file of another format or version.
+CalibrationEntries parse_entries(const std::string &text, const std::string &path,
+                                 std::vector<std::string> &damaged) {
     CalibrationEntries entries;
     std::istringstream in(text);
     std::string line;
@@ -201,14 +231,22 @@ CalibrationEntries parse_entries(const std::string &text, const std::string &pat
         const std::string where = path + ":" + std::to_string(number);
         if (number == 1) {
             if (line == header_without_fill) return CalibrationEntries();
-            if (line != header && line != header_without_grids)
-                throw CalibrationFileError(where + ": expected the header \"" + header +
-                                           "\" (another format or version?)");
+            if (line != header && line != header_without_grids &&
+                line != header_without_node_choices) {
+                damaged.push_back(where + ": expected the header \"" + header +
+                                  "\" (another format or version?): the file's entries are "
+                                  "not used");
+                return CalibrationEntries();
+            }
             continue;
         }
-        auto [key, entry] = parse_entry(line, where);
-        if (!entries.try_emplace(key, std::move(entry)).second)
-            throw CalibrationFileError(where + ": a second entry for the key " + key);
+        try {
+            auto [key, entry] = parse_entry(line, where);
+            if (!entries.try_emplace(key, std::move(entry)).second)
+                throw CalibrationFileError(where + ": a second entry for the key " + key);
+        } catch (const CalibrationFileError &e) {
+            damaged.push_back(e.what());
+        }
     }
     return entries;
 }
@@ -261,18 +299,57 @@ void replace_file(const std::string &path, const std::string &text) {
     throw CalibrationFileError(path + ": " + failure);
 }
 
+// Holds an advisory lock on PATH.lock while it lives, so that writers of one file (one per
+// node, on a home directory that many hosts share) take turns reading and replacing it. A
+// file system that cannot lock, or a lock held too long (a writer that hangs), leaves the
+// writer unlocked: the rename still keeps every reader's file whole, and a lost entry costs
+// a measurement in a later job.
+class FileLock {
+  public:
+    explicit FileLock(const std::string &path) {
+        fd_ = ::open((path + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+        if (fd_ < 0) return;
+        struct flock lock {};
+        lock.l_type = F_WRLCK;
+        lock.l_whence = SEEK_SET;
+#ifdef F_OFD_SETLK
+        // Open file description locks: between threads of a process too, and not dropped when
+        // the process closes another descriptor of the file.
+        const int set_lock = F_OFD_SETLK;
+#else
+        const int set_lock = F_SETLK;
+#endif
+        for (int waited_ms = 0; waited_ms < kPatienceMs; waited_ms += kPollMs) {
+            if (::fcntl(fd_, set_lock, &lock) == 0) return;
+            if (errno != EACCES && errno != EAGAIN && errno != EINTR) break;
+            ::usleep(kPollMs * 1000);
+        }
+        ::close(fd_);
+        fd_ = -1;
+    }
+    ~FileLock() {
+        if (fd_ >= 0) ::close(fd_); // releases the lock
+    }
+    FileLock(const FileLock &) = delete;
+    FileLock &operator=(const FileLock &) = delete;
+
+  private:
+    static constexpr int kPatienceMs = 2000, kPollMs = 5;
+    int fd_ = -1;
+};
+
 void write_entry(const std::string &path, const std::string &key, const std::string &value,
                  std::time_t written) {
     if (key.empty() || key.find_first_of(" \n") != std::string::npos)
         throw std::invalid_argument("calibration key \"" + key + "\" is empty or holds a space");
+    const FileLock lock(path);
     CalibrationEntries entries;
-    if (const std::optional<std::string> text = read_text(path)) {
-        try {
-            entries = parse_entries(*text, path);
-        } catch (const CalibrationFileError &) {
-            // Malformed (or another format): replaced whole by a file of this entry.
-        }
-    }
+    std::vector<std::string> damaged; // lines left out: the file written drops them
+    if (const std::optional<std::string> text = read_text(path))
+        entries = parse_entries(*text, path, damaged);
+    const auto kept = entries.find(key);
+    // Another node's writer (or an earlier job) kept the same already: nothing to write.
+    if (kept != entries.end() && kept->second.spec == value && damaged.empty()) return;
     entries[key] = CalibrationEntry{value, utc_text(written)};
     replace_file(path, format_entries(entries));
 }
@@ -299,15 +376,64 @@ std::string calibration_key(const Topology &layout,
     return sizes_text(layout) + "-" + hex_of(hash.value());
 }
 
-CalibrationEntries read_calibration_file(const std::string &path) {
+CalibrationEntries read_calibration_file(const std::string &path,
+                                         std::vector<std::string> *damaged) {
     const std::optional<std::string> text = read_text(path);
-    return text ? parse_entries(*text, path) : CalibrationEntries();
+    std::vector<std::string> left_out;
+    CalibrationEntries entries = text ? parse_entries(*text, path, left_out) : CalibrationEntries();
+    if (damaged) *damaged = std::move(left_out);
+    return entries;
 }
 
 void write_calibration_entry(const std::string &path, const std::string &key,
                              const Topology &measured, std::time_t written) {
     if (is_grid_key(key)) throw std::invalid_argument("\"" + key + "\" is a grid's key");
     write_entry(path, key, measured.to_spec(), written);
+}
+
+std::string node_choice_key(const std::string &layout_key, const std::string &transport_name) {
+    return layout_key + node_key_part + transport_name;
+}
+
+void write_node_choice(const std::string &path, const std::string &key,
+                       const std::vector<bool> &single_copy, std::time_t written) {
+    if (!is_node_key(key)) throw std::invalid_argument("\"" + key + "\" is no node choice's key");
+    std::string dims;
+    for (size_t d = 0; d < single_copy.size(); ++d)
+        if (single_copy[d]) dims += (dims.empty() ? "" : ",") + std::to_string(d);
+    write_entry(path, key, "cma=" + (dims.empty() ? std::string("none") : dims), written);
+}
+
+std::optional<std::vector<bool>> cached_node_choice(const CalibrationEntries &entries,
+                                                    const std::string &key, int dimensions) {
+    const auto found = entries.find(key);
+    if (found == entries.end()) return std::nullopt;
+    std::vector<bool> single_copy(size_t(dimensions), false);
+    for (int d : parse_node_text(found->second.spec)) {
+        if (d >= dimensions) return std::nullopt; // another layout's
+        single_copy[size_t(d)] = true;
+    }
+    return single_copy;
+}
+
+std::string default_cache_path(const std::string &xdg_cache_home, const std::string &home) {
+    // The XDG Base Directory convention: $XDG_CACHE_HOME when it is an absolute path, else
+    // ~/.cache.
+    if (!xdg_cache_home.empty() && xdg_cache_home[0] == '/')
+        return xdg_cache_home + "/coll-themis/calibration";
+    if (!home.empty() && home[0] == '/') return home + "/.cache/coll-themis/calibration";
+    return "";
+}
+
+void make_parent_directories(const std::string &path) {
+    for (size_t slash = path.find('/', 1); slash != std::string::npos;
+         slash = path.find('/', slash + 1)) {
+        const std::string dir = path.substr(0, slash);
+        if (::mkdir(dir.c_str(), 0700) == 0) continue;
+        struct stat there {};
+        if (errno != EEXIST || ::stat(dir.c_str(), &there) != 0 || !S_ISDIR(there.st_mode))
+            throw CalibrationFileError(with_errno(path + ": cannot create the directory " + dir));
+    }
 }
 
 std::string grid_key(std::vector<std::string> hosts) {

@@ -3,7 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -39,21 +43,29 @@ class CalibrationFile : public ::testing::Test {
         std::vector<std::string> names;
         for (const auto &entry : fs::directory_iterator(dir_))
             names.push_back(entry.path().filename().string());
+        std::sort(names.begin(), names.end());
         return names;
     }
-    // The message of the CalibrationFileError that reading throws ("" when none).
+    // What reading says is wrong: the CalibrationFileError thrown, else the damaged lines
+    // left out, one a line ("" when nothing).
     std::string read_error() const {
+        std::vector<std::string> damaged;
         try {
-            read_calibration_file(path_);
+            read_calibration_file(path_, &damaged);
         } catch (const CalibrationFileError &e) {
             return e.what();
         }
-        return "";
+        std::string said;
+        for (const std::string &d : damaged) said += d + "\n";
+        return said;
     }
 
     fs::path dir_;
     std::string path_;
 };
+
+// What a written file leaves in its directory: itself and the writers' lock.
+const std::vector<std::string> kFileAndLock = {"calibration", "calibration.lock"};
 
 const Topology measured_2x4 = parse_topology("2x4:bw=100Gbps,25GB/s:lat=2us,700ns:alg=ring,hd");
 const Topology measured_2x2x2 = parse_topology("2x2x2:bw=40Gbps:lat=1us:alg=ring,hd,direct");
@@ -64,7 +76,7 @@ const Topology measured_2x2x2 = parse_topology("2x2x2:bw=40Gbps:lat=1us:alg=ring
 TEST_F(CalibrationFile, WritesTheDocumentedFormatSortedByKey) {
     write_calibration_entry(path_, "b-key", measured_2x4, may_first);
     write_calibration_entry(path_, "a-key", measured_2x2x2, may_first + 60);
-    EXPECT_EQ(read_text(), "themis-calibration 3\n"
+    EXPECT_EQ(read_text(), "themis-calibration 4\n"
                            "a-key " +
                                measured_2x2x2.to_spec() +
                                " 2024-05-01T12:35:56Z\n"
@@ -130,22 +142,26 @@ TEST_F(CalibrationFile, AFileOfFormatOneHasNoEntriesAndIsReplaced) {
     EXPECT_EQ(read_error(), "");
     EXPECT_TRUE(read_calibration_file(path_).empty());
     write_calibration_entry(path_, "other", measured_2x2x2, may_first);
-    EXPECT_EQ(read_text(), "themis-calibration 3\nother " + measured_2x2x2.to_spec() +
+    EXPECT_EQ(read_text(), "themis-calibration 4\nother " + measured_2x2x2.to_spec() +
                                " 2024-05-01T12:34:56Z\n");
 }
 
 // ---------------------------------------------------------------------------------------
-// Rejected files: the message names the path and the line
+// Damaged files: lines left out, each named by the path and the line
 
-TEST_F(CalibrationFile, WrongHeaderOrVersionNamesLineOne) {
-    for (const char *first : {"themis-calibration 4", "themis-calibration", "k 2x2 x"}) {
-        write_text(std::string(first) + "\n");
-        EXPECT_NE(read_error().find(path_ + ":1: expected the header"), std::string::npos)
-            << first << ": " << read_error();
+TEST_F(CalibrationFile, AnotherHeaderOrVersionLeavesEveryEntryOut) {
+    for (const char *first : {"themis-calibration 9", "themis-calibration", "k 2x2 x"}) {
+        write_text(std::string(first) + "\nk " + measured_2x4.to_spec() +
+                   " 2024-05-01T12:34:56Z\n");
+        std::vector<std::string> damaged;
+        EXPECT_TRUE(read_calibration_file(path_, &damaged).empty()) << first;
+        ASSERT_EQ(damaged.size(), 1u) << first;
+        EXPECT_NE(damaged[0].find(path_ + ":1: expected the header"), std::string::npos)
+            << first << ": " << damaged[0];
     }
 }
 
-TEST_F(CalibrationFile, MalformedLineNamesItsLine) {
+TEST_F(CalibrationFile, ADamagedLineIsLeftOutAndNamedTheOthersKept) {
     const std::string good = "k1 " + measured_2x4.to_spec() + " 2024-05-01T12:34:56Z";
     const std::vector<std::pair<std::string, std::string>> bad = {
         {"", "expected \"KEY SPEC WRITTEN\""},
@@ -158,14 +174,21 @@ TEST_F(CalibrationFile, MalformedLineNamesItsLine) {
         {"k2 2x2:fill=1,1.5 2024-05-01T12:34:56Z", "the spec does not parse: dimension 1 fill"},
         {"k2 2x2 yesterday", "expected a UTC time"},
         {"k2 2x2 2024-05-01T12:34:56", "expected a UTC time"},
+        {"hosts4-x grid=2x2:0.0 2024-05-01T12:34:56Z", "the grid does not parse"},
+        {"k-node-pml cma=1,0 2024-05-01T12:34:56Z", "the node transport does not parse"},
+        {"k-node-pml dims=0 2024-05-01T12:34:56Z", "the node transport does not parse"},
         {good, "a second entry for the key k1"},
     };
     for (const auto &[line, message] : bad) {
-        write_text("themis-calibration 3\n" + good + "\n" + line +
+        write_text("themis-calibration 4\n" + good + "\n" + line +
                    "\nk3 2x2 2024-05-01T12:34:56Z\n");
-        const std::string error = read_error();
-        EXPECT_NE(error.find(path_ + ":3: " + message), std::string::npos)
-            << "line \"" << line << "\": " << error;
+        std::vector<std::string> damaged;
+        const CalibrationEntries entries = read_calibration_file(path_, &damaged);
+        ASSERT_EQ(damaged.size(), 1u) << "line \"" << line << "\"";
+        EXPECT_NE(damaged[0].find(path_ + ":3: " + message), std::string::npos)
+            << "line \"" << line << "\": " << damaged[0];
+        EXPECT_EQ(entries.size(), 2u) << "line \"" << line << "\"";
+        EXPECT_EQ(entries.count("k1") + entries.count("k3"), 2u) << "line \"" << line << "\"";
     }
 }
 
@@ -177,7 +200,7 @@ TEST_F(CalibrationFile, UnreadableFileIsAnError) {
 // ---------------------------------------------------------------------------------------
 // Replacement by rename
 
-TEST_F(CalibrationFile, WritingReplacesAMalformedFileWhole) {
+TEST_F(CalibrationFile, WritingDropsWhatDoesNotParse) {
     write_text("themis-calibration 0\nold entry\n");
     write_calibration_entry(path_, "k", measured_2x4, may_first);
     const CalibrationEntries entries = read_calibration_file(path_);
@@ -188,7 +211,7 @@ TEST_F(CalibrationFile, WritingReplacesAMalformedFileWhole) {
 TEST_F(CalibrationFile, LeavesNoTemporaryFiles) {
     for (int i = 0; i < 5; ++i)
         write_calibration_entry(path_, "k" + std::to_string(i % 2), measured_2x4, may_first);
-    EXPECT_EQ(names_in_dir(), std::vector<std::string>{"calibration"});
+    EXPECT_EQ(names_in_dir(), kFileAndLock);
 }
 
 TEST_F(CalibrationFile, FailedWriteThrowsAndLeavesNothing) {
@@ -206,7 +229,93 @@ TEST_F(CalibrationFile, FailedWriteThrowsAndLeavesNothing) {
     fs::create_directory(path_);
     fs::create_directory(dir_ / "calibration" / "occupied");
     EXPECT_THROW(write_calibration_entry(path_, "k", measured_2x4), CalibrationFileError);
-    EXPECT_EQ(names_in_dir(), std::vector<std::string>{"calibration"});
+    EXPECT_EQ(names_in_dir(), kFileAndLock);
+}
+
+TEST_F(CalibrationFile, AWriterFindingItsEntryThereWritesNothing) {
+    write_calibration_entry(path_, "k", measured_2x4, may_first);
+    const auto before = fs::last_write_time(path_);
+    struct stat first {};
+    ASSERT_EQ(::stat(path_.c_str(), &first), 0);
+    write_calibration_entry(path_, "k", measured_2x4, may_first + 60);
+    struct stat second {};
+    ASSERT_EQ(::stat(path_.c_str(), &second), 0);
+    EXPECT_EQ(first.st_ino, second.st_ino) << "the file was replaced";
+    EXPECT_EQ(fs::last_write_time(path_), before);
+    EXPECT_EQ(read_calibration_file(path_).at("k").written, "2024-05-01T12:34:56Z");
+}
+
+TEST_F(CalibrationFile, WritersInManyProcessesKeepEachOthersEntries) {
+    // One writer per host on a shared home: each writes its own key again and again; with
+    // the lock no read-modify-write loses another's entry.
+    const int writers = 4, rounds = 25;
+    std::vector<pid_t> children;
+    for (int w = 0; w < writers; ++w) {
+        const pid_t pid = fork();
+        ASSERT_GE(pid, 0);
+        if (pid == 0) {
+            for (int i = 0; i < rounds; ++i)
+                write_calibration_entry(path_, "writer" + std::to_string(w),
+                                        i % 2 ? measured_2x4 : measured_2x2x2, may_first + i);
+            _exit(0);
+        }
+        children.push_back(pid);
+    }
+    for (pid_t pid : children) {
+        int status = 0;
+        ASSERT_EQ(waitpid(pid, &status, 0), pid);
+        EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    const CalibrationEntries entries = read_calibration_file(path_);
+    EXPECT_EQ(entries.size(), size_t(writers));
+    const Topology &last = (rounds - 1) % 2 ? measured_2x4 : measured_2x2x2;
+    for (int w = 0; w < writers; ++w)
+        EXPECT_EQ(entries.at("writer" + std::to_string(w)).spec, last.to_spec()) << w;
+    const std::vector<std::string> names = names_in_dir();
+    EXPECT_EQ(
+        std::count_if(names.begin(), names.end(),
+                      [](const std::string &n) { return n.find(".tmp.") != std::string::npos; }),
+        0);
+}
+
+TEST_F(CalibrationFile, NodeChoicesRoundTripAndFitTheirLayout) {
+    const std::string key = node_choice_key("2x4-0123456789abcdef", "pml");
+    EXPECT_EQ(key, "2x4-0123456789abcdef-node-pml");
+    write_node_choice(path_, key, {true, false, true}, may_first);
+    write_node_choice(path_, node_choice_key("2x4-0123456789abcdef", "ucx"), {false, false},
+                      may_first);
+    EXPECT_NE(read_text().find(key + " cma=0,2 2024-05-01T12:34:56Z\n"), std::string::npos)
+        << read_text();
+    const CalibrationEntries entries = read_calibration_file(path_);
+    EXPECT_EQ(cached_node_choice(entries, key, 3), (std::vector<bool>{true, false, true}));
+    EXPECT_EQ(cached_node_choice(entries, key, 4), (std::vector<bool>{true, false, true, false}));
+    EXPECT_FALSE(cached_node_choice(entries, key, 2)) << "names dimension 2 of two";
+    EXPECT_EQ(cached_node_choice(entries, "2x4-0123456789abcdef-node-ucx", 2),
+              (std::vector<bool>{false, false}));
+    EXPECT_FALSE(cached_node_choice(entries, "2x4-0123456789abcdef-node-cuda", 2));
+    EXPECT_THROW(write_node_choice(path_, "hosts4-x", {true}), std::invalid_argument);
+}
+
+TEST(CalibrationFileDefault, TheCacheFollowsTheXdgConvention) {
+    EXPECT_EQ(default_cache_path("/x/cache", "/home/u"), "/x/cache/coll-themis/calibration");
+    EXPECT_EQ(default_cache_path("", "/home/u"), "/home/u/.cache/coll-themis/calibration");
+    // A relative XDG_CACHE_HOME is invalid by the convention: ignored.
+    EXPECT_EQ(default_cache_path("cache", "/home/u"), "/home/u/.cache/coll-themis/calibration");
+    EXPECT_EQ(default_cache_path("", ""), "");
+    EXPECT_EQ(default_cache_path("", "relative"), "");
+}
+
+TEST_F(CalibrationFile, ItsDirectoriesAreMadeForTheUserAlone) {
+    const std::string deep = (dir_ / "a" / "b" / "calibration").string();
+    make_parent_directories(deep);
+    EXPECT_TRUE(fs::is_directory(dir_ / "a" / "b"));
+    EXPECT_EQ(fs::status(dir_ / "a").permissions() & fs::perms::all, fs::perms::owner_all);
+    make_parent_directories(deep); // existing: fine
+    write_calibration_entry(deep, "k", measured_2x4, may_first);
+    EXPECT_EQ(read_calibration_file(deep).size(), 1u);
+    std::ofstream(dir_ / "file") << "x";
+    EXPECT_THROW(make_parent_directories((dir_ / "file" / "calibration").string()),
+                 CalibrationFileError);
 }
 
 TEST_F(CalibrationFile, RejectsAKeyThatWouldBreakTheFormat) {
@@ -234,7 +343,7 @@ TEST_F(CalibrationFile, ConcurrentWritersNeverShowATornFile) {
     }
     for (auto &t : writers) t.join();
     EXPECT_EQ(read_calibration_file(path_).size(), 1u);
-    EXPECT_EQ(names_in_dir(), std::vector<std::string>{"calibration"});
+    EXPECT_EQ(names_in_dir(), kFileAndLock);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -274,7 +383,7 @@ TEST_F(CalibrationFile, GridEntriesAreWrittenAsDocumentedAndReadBack) {
     const std::string key = grid_key(four_hosts);
     write_grid_entry(path_, key, grid_of({2, 2}, {{0, 0}, {1, 0}, {0, 1}, {1, 1}}), may_first);
     write_calibration_entry(path_, "2x4-k", measured_2x4, may_first);
-    EXPECT_EQ(read_text(), "themis-calibration 3\n"
+    EXPECT_EQ(read_text(), "themis-calibration 4\n"
                            "2x4-k " +
                                measured_2x4.to_spec() + " 2024-05-01T12:34:56Z\n" + key +
                                " grid=2x2:0.0,1.0,0.1,1.1 2024-05-01T12:34:56Z\n");
@@ -293,7 +402,7 @@ TEST_F(CalibrationFile, NoGridIsKeptToo) {
     GridResult flat;
     flat.reason = "a flat network";
     write_grid_entry(path_, key, flat, may_first);
-    EXPECT_EQ(read_text(), "themis-calibration 3\n" + key + " grid=none 2024-05-01T12:34:56Z\n");
+    EXPECT_EQ(read_text(), "themis-calibration 4\n" + key + " grid=none 2024-05-01T12:34:56Z\n");
     const std::optional<GridResult> kept = cached_grid(read_calibration_file(path_), key, 4);
     ASSERT_TRUE(kept);
     EXPECT_FALSE(kept->found);
@@ -330,7 +439,7 @@ TEST_F(CalibrationFile, MalformedGridNamesItsLine) {
         {"hosts4-a grid=none:1" + when, "the grid does not parse: \"none\" is no number"},
     };
     for (const auto &[line, message] : bad) {
-        write_text("themis-calibration 3\nk1 " + measured_2x4.to_spec() + when + "\n" + line +
+        write_text("themis-calibration 4\nk1 " + measured_2x4.to_spec() + when + "\n" + line +
                    "\n");
         const std::string error = read_error();
         EXPECT_NE(error.find(path_ + ":3: " + message), std::string::npos)
