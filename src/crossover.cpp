@@ -1,16 +1,50 @@
 // crossover.cpp: the trial schedule of crossover.h, and the decision.
 #include "crossover.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace themis {
 
 namespace {
-// The call index of a bin's trial at which its ranks agree and decide (crossover.h): after
-// the untimed first, a run of 1 + kSamples calls on each module.
-constexpr int kRun = 1 + Crossover::kSamples;
-constexpr int kAgreeCall = 1 + 2 * kRun;
+// The calls of a bin's trial (crossover.h): themis's first two, the first agreement, the
+// module below's run (its untimed first, then kSamples), themis's run, the final agreement.
+constexpr int kEarlyAgreeCall = 2;
+constexpr int kBelowFirstTimed = kEarlyAgreeCall + 1;
+constexpr int kThemisUntimed = kBelowFirstTimed + Crossover::kSamples;
+constexpr int kFinalAgreeCall = kThemisUntimed + Crossover::kSamples;
 } // namespace
+
+double below_lower_bound(const Topology &topo, Collective coll, double bytes) {
+    const int n = topo.size();
+    if (n < 2 || topo.num_dims() == 0) return 0;
+    const double phases = collective_info(coll).phases();
+    double slowest = topo.dim(0).bandwidth;
+    std::vector<int> order;
+    for (int d = 0; d < topo.num_dims(); ++d) {
+        slowest = std::min(slowest, topo.dim(d).bandwidth);
+        if (topo.dim(d).peers > 1) order.push_back(d);
+    }
+    const double ring = phases * bytes * (n - 1) / n / slowest;
+    // One dimension after another: each carries its share of what the dimensions before it
+    // left; pipelined perfectly, the busiest one sets the time. Every order, the best kept
+    // (a network of few dimensions: at most 8! orders).
+    double levels = ring;
+    if (order.size() <= 8) {
+        std::sort(order.begin(), order.end());
+        do {
+            double left = bytes, busiest = 0;
+            for (int d : order) {
+                const Dimension &dim = topo.dim(d);
+                busiest =
+                    std::max(busiest, phases * left * (dim.peers - 1) / dim.peers / dim.bandwidth);
+                left /= dim.peers;
+            }
+            levels = std::min(levels, busiest);
+        } while (std::next_permutation(order.begin(), order.end()));
+    }
+    return std::min(ring, levels);
+}
 
 int Crossover::bin_of(size_t bytes) {
     int bin = 0;
@@ -39,13 +73,11 @@ std::optional<Crossover::Runner> Crossover::decided(int collective, size_t bytes
 Crossover::Step Crossover::step(int collective, size_t bytes) {
     if (std::optional<Runner> known = decided(collective, bytes)) return {*known, false, false};
     const int call = bin(collective, bytes).calls++;
-    if (call == 0) return {Runner::kThemis, false, false};
-    if (call < kAgreeCall) {
-        const int in_run = (call - 1) % kRun; // 0: the run's untimed first call
-        const Runner runner = call <= kRun ? Runner::kBelow : Runner::kThemis;
-        return {runner, in_run != 0, false};
-    }
-    return {Runner::kThemis, false, true}; // the runner is what decide() says
+    if (call < kEarlyAgreeCall) return {Runner::kThemis, call == 1, false};
+    if (call == kEarlyAgreeCall) return {Runner::kBelow, false, true};
+    if (call < kThemisUntimed) return {Runner::kBelow, true, false};
+    if (call < kFinalAgreeCall) return {Runner::kThemis, call != kThemisUntimed, false};
+    return {Runner::kThemis, false, true};
 }
 
 void Crossover::record(int collective, size_t bytes, Runner runner, double seconds) {
@@ -61,10 +93,34 @@ Crossover::Times Crossover::trial_times(int collective, size_t bytes) const {
     return {b.themis.mean(), b.below.mean()};
 }
 
-Crossover::Runner Crossover::decide(int collective, size_t bytes, Times agreed) {
+Crossover::Runner Crossover::decide(int collective, size_t bytes, Times agreed,
+                                    double below_bound) {
     Bin &b = bin(collective, bytes);
+    if (b.calls - 1 == kEarlyAgreeCall) {
+        // Clearly faster than the module below could be: no trial. Else the trial goes on.
+        if (below_bound > 0 && agreed.themis * kClear <= below_bound) b.winner = Runner::kThemis;
+        return b.winner.value_or(Runner::kBelow);
+    }
     b.winner = agreed.themis < (1 - kMargin) * agreed.below ? Runner::kThemis : Runner::kBelow;
     return *b.winner;
+}
+
+std::vector<Crossover::Decision> Crossover::decisions() const {
+    std::vector<Decision> out;
+    for (int c = 0; c < kCollectives; ++c)
+        for (int b = 0; b < kBins; ++b)
+            if (const std::optional<Runner> winner = bins_[size_t(c)][size_t(b)].winner)
+                out.push_back({c, b, *winner});
+    return out;
+}
+
+void Crossover::adopt(const std::vector<Decision> &decided) {
+    for (const Decision &d : decided) {
+        if (d.collective < 0 || d.collective >= kCollectives || d.bin < 0 || d.bin >= kBins)
+            throw std::invalid_argument("crossover: no such bin");
+        Bin &b = bins_[size_t(d.collective)][size_t(d.bin)];
+        if (b.calls == 0) b.winner = d.runner;
+    }
 }
 
 } // namespace themis

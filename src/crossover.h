@@ -5,22 +5,29 @@
 // latency a small message cannot hide. Where that happens depends on the collective, the
 // network and the transport, so one fixed size (coll_themis_min_bytes) is wrong somewhere.
 // Instead, each collective's calls of kFloorBytes to kCeilingBytes fall into bins of
-// powers of two (B bytes: bin floor(log2 B)), and a bin's first calls are its trial:
+// powers of two (B bytes: bin floor(log2 B)), and a bin's first calls decide it, cheaply:
 //
 //   call 0           themis, not timed: it may set the communicator up, plan, warm buffers
-//   calls 1..S+1     the module below, back to back (S = kSamples)
-//   calls S+2..2S+2  themis, back to back
-//                    each run's first call is not timed: it pays for the ranks the other
-//                    module's last call left apart (themis's pipeline leaves them further
-//                    apart than a ring does) and for first-call costs; the S after it are
-//                    timed, in the steady state a program calling one module meets
-//   call 2S+3        first every rank agrees on the trial's times (the largest over the
-//                    ranks of each rank's mean over its run: a collective ends when its
-//                    slowest rank does; within a run, what one call's skew takes from one
-//                    rank's time it adds to the next call's, so the mean holds where single
-//                    calls, a median's, do not), then the
-//                    bin is decided for good: themis where its agreed time is at least
-//                    kMargin below the module below's, the module below otherwise.
+//   call 1           themis, timed
+//   call 2           first every rank agrees on themis's time (the largest over the ranks: a
+//                    collective ends when its slowest rank does), and the bin is decided for
+//                    themis if that time is kClear under the least the module below could
+//                    take on this network (below_lower_bound(), from the rates themis plans
+//                    with; only where those were measured or given). A trial then would only
+//                    cost calls on the slower module: on the emulated 2x4 network themis's
+//                    1 MiB All-Reduce is 1.7 times under that bound, and a short OSU sweep
+//                    (5 calls a size) ran 4 of its 7 calls at 1-2 MiB on tuned (0.45-0.54 of
+//                    the ideal). Else the module below, not timed (it pays for the ranks
+//                    themis's last call left apart, and for its own first-call costs)
+//   calls 3..2+S     the module below, timed (S = kSamples)
+//   call 3+S         themis, not timed (the same, the other way round)
+//   calls 4+S..2+2S  themis, timed
+//   call 3+2S        first every rank agrees on the trial's times (of each the largest over
+//                    the ranks of each rank's mean: within a run, what one call's skew takes
+//                    from one rank's time it adds to the next call's, so the mean holds where
+//                    single calls do not), then the bin is decided for good: themis where its
+//                    agreed time is at least kMargin below the module below's, the module
+//                    below otherwise.
 //
 // The margin: a trial of a few calls can meet the network in another state than a program's
 // long run of them does. On the emulated network (tbf links with a 128 KiB burst) allgather's
@@ -39,16 +46,29 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <vector>
+
+#include "scheduler.h"
+#include "topology.h"
 
 namespace themis {
+
+// The least time an algorithm that keeps one dimension busy at a time could take for `bytes`
+// of `coll` (every rank's block together) on `topo`, latencies left out: the lesser of a
+// ring over every rank in rank order, at the slowest dimension's rate (tuned's ring), and the
+// dimensions one after the other, pipelined perfectly, in the order that suits them best
+// (han's levels, at best): its busiest dimension's bytes at its rate.
+double below_lower_bound(const Topology &topo, Collective coll, double bytes);
 
 class Crossover {
   public:
     static constexpr size_t kFloorBytes = size_t(16) << 10;
     static constexpr size_t kCeilingBytes = size_t(4) << 20;
-    static constexpr int kSamples = 3;
-    static constexpr double kMargin = 0.10; // themis must be this much faster to win a bin
-    static constexpr int kCollectives = 4;  // allreduce, reduce_scatter(_block), allgather
+    static constexpr int kSamples = 2;
+    static constexpr double kMargin = 0.10; // themis must be this much faster to win a trial
+    // Themis takes a bin untried where its time is at most the module below's least over this.
+    static constexpr double kClear = 1.1;
+    static constexpr int kCollectives = 4; // allreduce, reduce_scatter(_block), allgather
 
     enum class Runner : uint8_t { kThemis, kBelow };
 
@@ -56,7 +76,8 @@ class Crossover {
     struct Step {
         Runner runner;
         bool timed; // time the run and record() it
-        bool agree; // before running: agree on trial_times() and decide() the bin
+        bool agree; // before running: agree on trial_times() and decide(): the runner is then
+                    // what decide() says
     };
 
     // Each runner's time in a bin's trial, in seconds: the mean of its timed calls;
@@ -72,12 +93,28 @@ class Crossover {
     void record(int collective, size_t bytes, Runner runner, double seconds);
     // This rank's times of the bin's trial, to agree on.
     Times trial_times(int collective, size_t bytes) const;
-    // Decides the bin from the agreed times; returns the winner.
-    Runner decide(int collective, size_t bytes, Times agreed);
+    // At an agreement: where the call runs, from the agreed times (and `below_bound`, the
+    // least time the module below could take, below_lower_bound(); 0 where unknown). At the
+    // first agreement the bin is decided only for a clear themis; at the second, for good.
+    Runner decide(int collective, size_t bytes, Times agreed, double below_bound = 0);
 
     // Where a call that takes no part in trials (nonblocking, persistent) runs: outside the
     // measured range as step() says, in a decided bin as decided, else nothing.
     std::optional<Runner> decided(int collective, size_t bytes) const;
+
+    // A decided bin, as another communicator of the same processes may start with it.
+    struct Decision {
+        int collective;
+        int bin;
+        Runner runner;
+        bool operator==(const Decision &o) const {
+            return collective == o.collective && bin == o.bin && runner == o.runner;
+        }
+    };
+    // Every decided bin, collective by collective, bin by bin.
+    std::vector<Decision> decisions() const;
+    // Takes `decided` for the bins with no call yet (a bin on trial runs its trial out).
+    void adopt(const std::vector<Decision> &decided);
 
     // The bin of `bytes` within the measured range, its smallest size, for messages.
     static int bin_of(size_t bytes);

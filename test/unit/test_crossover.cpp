@@ -1,6 +1,8 @@
 // Unit tests of src/crossover: the trial schedule of a bin (which module runs each call,
-// which calls are timed, when the ranks agree), the decision from agreed times, the sizes
-// outside the measured range, and that ranks with different clocks decide alike.
+// which calls are timed, when the ranks agree), the decision from agreed times, the bin
+// decided untried where themis is clearly under the module below's least time (and that
+// least time itself, against sums written out by hand), the sizes outside the measured range,
+// decisions handed to another communicator, and that ranks with different clocks decide alike.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,6 +10,7 @@
 #include <vector>
 
 #include "crossover.h"
+#include "ordering.h"
 
 using namespace themis;
 using Runner = Crossover::Runner;
@@ -24,12 +27,20 @@ std::vector<Crossover::Step> steps(Crossover &c, int collective, size_t bytes, i
     return out;
 }
 
-// Runs a bin's trial up to its agreement, recording `themis` and `below` seconds for every
-// timed run of each.
+// Runs a bin's trial up to its final agreement, recording `themis` and `below` seconds for
+// every timed run of each; the first agreement, with no bound known, lets the trial go on.
 void run_trial(Crossover &c, int collective, size_t bytes, double themis, double below) {
+    bool agreed_once = false;
     for (;;) {
         const Crossover::Step s = c.step(collective, bytes);
-        if (s.agree) return;
+        if (s.agree && agreed_once) return;
+        if (s.agree) {
+            agreed_once = true;
+            EXPECT_EQ(c.decide(collective, bytes, c.trial_times(collective, bytes)),
+                      Runner::kBelow);
+            EXPECT_FALSE(c.decided(collective, bytes).has_value());
+            continue;
+        }
         if (s.timed)
             c.record(collective, bytes, s.runner, s.runner == Runner::kThemis ? themis : below);
     }
@@ -39,21 +50,105 @@ void run_trial(Crossover &c, int collective, size_t bytes, double themis, double
 
 TEST(Crossover, ATrialRunsEachModuleBackToBackTimingAllButItsFirstThenAgrees) {
     Crossover c;
-    const std::vector<Crossover::Step> s = steps(c, kAllreduce, k64K, 10);
-    // Call 0: themis untimed; 1-4: below, 1 untimed; 5-8: themis, 5 untimed; 9: agree.
-    const Runner expect[] = {Runner::kThemis, Runner::kBelow,  Runner::kBelow,
-                             Runner::kBelow,  Runner::kBelow,  Runner::kThemis,
-                             Runner::kThemis, Runner::kThemis, Runner::kThemis};
-    const bool timed[] = {false, false, true, true, true, false, true, true, true};
-    for (int i = 0; i < 9; ++i) {
+    const std::vector<Crossover::Step> s = steps(c, kAllreduce, k64K, 8);
+    // Call 0: themis untimed; 1: themis timed; 2: agree, then below untimed; 3-4: below
+    // timed; 5: themis untimed; 6: themis timed; 7: agree.
+    const Runner expect[] = {Runner::kThemis, Runner::kThemis, Runner::kBelow, Runner::kBelow,
+                             Runner::kBelow,  Runner::kThemis, Runner::kThemis};
+    const bool timed[] = {false, true, false, true, true, false, true};
+    for (int i = 0; i < 7; ++i) {
         EXPECT_EQ(s[size_t(i)].runner, expect[i]) << i;
         EXPECT_EQ(s[size_t(i)].timed, timed[i]) << i;
-        EXPECT_FALSE(s[size_t(i)].agree) << i;
+        EXPECT_EQ(s[size_t(i)].agree, i == 2) << i;
     }
-    EXPECT_TRUE(s[9].agree);
+    EXPECT_TRUE(s[7].agree);
     EXPECT_EQ(std::count_if(s.begin(), s.end(), [](auto x) { return x.timed; }),
               2 * Crossover::kSamples);
     EXPECT_FALSE(c.decided(kAllreduce, k64K).has_value()) << "undecided until decide()";
+}
+
+TEST(Crossover, ABinClearlyUnderTheBoundIsDecidedAtTheFirstAgreementUntried) {
+    // Themis timed at 1 ms; the module below could take no less than 1.2 ms: 1.1 x 1 <= 1.2,
+    // so the bin is themis's from the third call on, and nothing runs below.
+    Crossover c;
+    steps(c, kAllreduce, k64K, 2);
+    c.record(kAllreduce, k64K, Runner::kThemis, 1e-3);
+    ASSERT_TRUE(c.step(kAllreduce, k64K).agree);
+    EXPECT_EQ(c.decide(kAllreduce, k64K, c.trial_times(kAllreduce, k64K), 1.2e-3), Runner::kThemis);
+    EXPECT_EQ(c.decided(kAllreduce, k64K), Runner::kThemis);
+    for (const Crossover::Step &s : steps(c, kAllreduce, k64K, 10)) {
+        EXPECT_EQ(s.runner, Runner::kThemis);
+        EXPECT_FALSE(s.timed || s.agree);
+    }
+}
+
+TEST(Crossover, ABinNearTheBoundGoesOnToTheTrial) {
+    // 1.05 ms against a bound of 1.1 ms: not kClear under it (the model's rates may be off
+    // by that much), so the trial runs the module below next; no bound at all (0: the rates
+    // are defaults) decides nothing either.
+    for (double bound : {1.1e-3, 0.0}) {
+        Crossover c;
+        steps(c, kAllreduce, k64K, 2);
+        c.record(kAllreduce, k64K, Runner::kThemis, 1.05e-3);
+        ASSERT_TRUE(c.step(kAllreduce, k64K).agree);
+        EXPECT_EQ(c.decide(kAllreduce, k64K, c.trial_times(kAllreduce, k64K), bound),
+                  Runner::kBelow)
+            << bound;
+        EXPECT_FALSE(c.decided(kAllreduce, k64K).has_value()) << bound;
+        EXPECT_TRUE(c.step(kAllreduce, k64K).timed) << "the module below's first timed call";
+    }
+}
+
+TEST(Crossover, TheFinalAgreementIgnoresTheBound) {
+    // At the trial's end the measured times decide, whatever the model said.
+    Crossover c;
+    run_trial(c, kAllreduce, k64K, 2e-3, 1e-3);
+    EXPECT_EQ(c.decide(kAllreduce, k64K, c.trial_times(kAllreduce, k64K), 1.0), Runner::kBelow);
+}
+
+TEST(Crossover, TheModuleBelowsLeastTimeIsTheBetterOfARingAndTheLevels) {
+    // 2x4, 100 and 200 Mbit/s per rank (12.5e6 and 25e6 B/s), All-Reduce (2 phases) of
+    // S = 1 MB over 8 ranks:
+    //   ring at the slowest rate: 2 S 7/8 / 12.5e6 = 0.14 s;
+    //   levels, dimension 0 first: dim 0 carries 2 S 1/2, 0.08 s; dim 1 2 (S/2) 3/4, 0.03 s;
+    //     busiest 0.08 s; dimension 1 first: dim 1 2 S 3/4, 0.06 s; dim 0 2 (S/4) 1/2,
+    //     0.02 s: 0.06 s;
+    //   the least: 0.06 s.
+    Dimension d0, d1;
+    d0.peers = 2;
+    d0.bandwidth = 12.5e6;
+    d1.peers = 4;
+    d1.bandwidth = 25e6;
+    const Topology topo({d0, d1});
+    EXPECT_NEAR(below_lower_bound(topo, Collective::AllReduce, 1e6), 0.06, 1e-12);
+    // One phase for a Reduce-Scatter or an All-Gather: half of it.
+    EXPECT_NEAR(below_lower_bound(topo, Collective::AllGather, 1e6), 0.03, 1e-12);
+    EXPECT_NEAR(below_lower_bound(topo, Collective::ReduceScatter, 1e6), 0.03, 1e-12);
+    // Themis's own bound there, every dimension at once: 2 S 7/8 / 37.5e6 = 0.0467 s, under.
+    EXPECT_LT(ideal_time(topo, Collective::AllReduce, 1e6),
+              below_lower_bound(topo, Collective::AllReduce, 1e6));
+    // Equal rates: dimension 0 first now (its 2 S 1/2 = 0.08 s is the busiest, against
+    // dimension 1 first's 2 S 3/4 = 0.12 s), under the ring's 0.14 s: 0.08 s.
+    d1.bandwidth = 12.5e6;
+    EXPECT_NEAR(below_lower_bound(Topology({d0, d1}), Collective::AllReduce, 1e6), 0.08, 1e-12);
+}
+
+TEST(Crossover, DecisionsPassToAnotherCommunicatorButNotIntoATrialUnderWay) {
+    Crossover first;
+    run_trial(first, kAllreduce, k64K, 2e-3, 1e-3);
+    first.decide(kAllreduce, k64K, first.trial_times(kAllreduce, k64K));
+    run_trial(first, kAllgather, 4 * k64K, 1e-3, 2e-3);
+    first.decide(kAllgather, 4 * k64K, first.trial_times(kAllgather, 4 * k64K));
+    const std::vector<Crossover::Decision> decided = first.decisions();
+    ASSERT_EQ(decided.size(), 2u);
+
+    Crossover next;
+    next.step(kAllgather, 4 * k64K); // a trial under way: it runs out
+    next.adopt(decided);
+    EXPECT_EQ(next.decided(kAllreduce, k64K), Runner::kBelow);
+    EXPECT_FALSE(next.decided(kAllgather, 4 * k64K).has_value());
+    EXPECT_EQ(next.step(kAllreduce, k64K).runner, Runner::kBelow);
+    EXPECT_EQ(next.decisions(), std::vector<Crossover::Decision>({decided[0]}));
 }
 
 TEST(Crossover, TheBinGoesToTheFasterForGoodAndIsNeverTimedAgain) {
@@ -82,21 +177,21 @@ TEST(Crossover, ThemisWinsABinOnlyByTheMargin) {
 }
 
 TEST(Crossover, TrialTimesAreEachRunsMean) {
-    // Skew moves time between consecutive calls (12 + 3 + 15 ms on themis: one call
-    // finished early at a late rank, the next waited): the mean holds, 20 and 10 ms.
+    // Skew moves time between calls (12 + 8 ms on themis: one call finished early at a late
+    // rank, the next waited): the mean holds, 15 and 10 ms.
     Crossover c;
-    const double below[] = {0.030, 0.010, 0.020}, themis[] = {0.012, 0.003, 0.015};
-    int b = 0, t = 0;
+    const double below[] = {0.020, 0.010}, themis[] = {0.012, 0.008};
+    int b = 0, t = 0, agreements = 0;
     for (;;) {
         const Crossover::Step s = c.step(kAllgather, k64K);
-        if (s.agree) break;
+        if (s.agree && ++agreements == 2) break;
         if (!s.timed) continue;
         c.record(kAllgather, k64K, s.runner,
                  s.runner == Runner::kThemis ? themis[t++] : below[b++]);
     }
-    ASSERT_EQ(b, 3);
-    ASSERT_EQ(t, 3);
-    EXPECT_DOUBLE_EQ(c.trial_times(kAllgather, k64K).below, 0.020);
+    ASSERT_EQ(b, 2);
+    ASSERT_EQ(t, 2);
+    EXPECT_DOUBLE_EQ(c.trial_times(kAllgather, k64K).below, 0.015);
     EXPECT_DOUBLE_EQ(c.trial_times(kAllgather, k64K).themis, 0.010);
     EXPECT_THROW(c.record(kAllgather, k64K, Runner::kThemis, 0.01), std::logic_error);
 }
@@ -105,7 +200,7 @@ TEST(Crossover, ARunnerNeverTimedCountsAsInfinitelySlow) {
     // A rank whose timed runs failed records nothing: its times are infinite, and the
     // agreement (the largest over the ranks) sends the bin below on every rank.
     Crossover c;
-    for (int i = 0; i < 9; ++i) c.step(kAllreduce, k64K);
+    for (int i = 0; i < 8; ++i) c.step(kAllreduce, k64K);
     EXPECT_TRUE(std::isinf(c.trial_times(kAllreduce, k64K).themis));
     EXPECT_EQ(c.decide(kAllreduce, k64K, c.trial_times(kAllreduce, k64K)), Runner::kBelow);
 }
@@ -133,8 +228,8 @@ TEST(Crossover, BinsArePowersOfTwoPerCollective) {
     Crossover c;
     // 64 KiB and 128 KiB - 1 share a bin: the second size's first call is the trial's second.
     EXPECT_EQ(c.step(kAllreduce, k64K).runner, Runner::kThemis);
-    EXPECT_EQ(c.step(kAllreduce, 2 * k64K - 1).runner, Runner::kBelow);
-    EXPECT_TRUE(c.step(kAllreduce, 2 * k64K - 1).timed) << "the trial's third call is timed";
+    EXPECT_TRUE(c.step(kAllreduce, 2 * k64K - 1).timed) << "the trial's second call is timed";
+    EXPECT_TRUE(c.step(kAllreduce, 2 * k64K - 1).agree) << "the trial's third call agrees";
     // 128 KiB, and allgather's 64 KiB, start trials of their own.
     EXPECT_EQ(c.step(kAllreduce, 2 * k64K).runner, Runner::kThemis);
     EXPECT_EQ(c.step(kAllgather, k64K).runner, Runner::kThemis);
