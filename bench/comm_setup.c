@@ -9,10 +9,11 @@
  * Forms of the new communicator (-f): dup (MPI_Comm_dup), split (MPI_Comm_split, one colour,
  * key = rank: the group kept), idup (MPI_Comm_idup, then MPI_Wait). The call (-c): allreduce
  * (blocking) or iallreduce (then MPI_Wait), of -m bytes of floats, every result checked
- * (exact: small integers).
+ * (exact: small integers). -k keeps every communicator until the end (a library that holds
+ * its duplicate), instead of freeing each after its call (a test suite).
  *
  * Output, rank 0:
- *   comm_setup,FORM,CALL,BYTES,RANKS,MEDIAN_MS,MIN_MS,MAX_MS,WRONG_ELEMENTS
+ *   comm_setup,FORM[-kept],CALL,BYTES,RANKS,MEDIAN_MS,MIN_MS,MAX_MS,WRONG_ELEMENTS
  * and the exit status is 1 when any element was wrong. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +27,7 @@ static void usage(void)
 {
     if (rank == 0)
         fprintf(stderr, "usage: themis-comm-setup [-f dup|split|idup] [-c allreduce|iallreduce]\n"
-                        "                         [-m BYTES] [-n SAMPLES] [-w WARMUP]\n"
+                        "                         [-m BYTES] [-n SAMPLES] [-w WARMUP] [-k]\n"
                         "  defaults: -f dup -c allreduce -m 1048576 -n 20 -w 2\n");
 }
 
@@ -53,9 +54,10 @@ static MPI_Comm new_comm(MPI_Comm parent, const char *form)
 }
 
 /* One sample on a new communicator of `parent`: this rank's seconds from its creation to
- * the end of the call; *errors gains the wrong result elements. */
+ * the end of the call; *errors gains the wrong result elements. The communicator is freed, or
+ * kept in *kept when kept is not NULL. */
 static double sample(MPI_Comm parent, const char *form, const char *coll, float *s, float *r,
-                     int count, long *errors)
+                     int count, long *errors, MPI_Comm *kept)
 {
     for (int i = 0; i < count; ++i) s[i] = (float) ((rank + i) % 7);
     const double t0 = MPI_Wtime();
@@ -68,7 +70,10 @@ static double sample(MPI_Comm parent, const char *form, const char *coll, float 
         MPI_Allreduce(s, r, count, MPI_FLOAT, MPI_SUM, c);
     }
     const double t = MPI_Wtime() - t0;
-    MPI_Comm_free(&c);
+    if (kept)
+        *kept = c;
+    else
+        MPI_Comm_free(&c);
     for (int i = 0; i < count; ++i) {
         long want = 0;
         for (int q = 0; q < size; ++q) want += (q + i) % 7;
@@ -84,13 +89,14 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     const char *form = "dup", *coll = "allreduce";
     size_t bytes = 1 << 20;
-    int samples = 20, warmup = 2;
+    int samples = 20, warmup = 2, keep = 0;
     for (int i = 1; i < argc; ++i) {
         if (i + 1 < argc && strcmp(argv[i], "-f") == 0) form = argv[++i];
         else if (i + 1 < argc && strcmp(argv[i], "-c") == 0) coll = argv[++i];
         else if (i + 1 < argc && strcmp(argv[i], "-m") == 0) bytes = strtoull(argv[++i], NULL, 0);
         else if (i + 1 < argc && strcmp(argv[i], "-n") == 0) samples = atoi(argv[++i]);
         else if (i + 1 < argc && strcmp(argv[i], "-w") == 0) warmup = atoi(argv[++i]);
+        else if (strcmp(argv[i], "-k") == 0) keep = 1;
         else {
             usage();
             MPI_Abort(MPI_COMM_WORLD, 2);
@@ -110,10 +116,13 @@ int main(int argc, char **argv)
     MPI_Allreduce(s, r, count, MPI_FLOAT, MPI_SUM, parent);
 
     double *times = malloc(sizeof(double) * (size_t) samples);
+    MPI_Comm *kept = calloc((size_t) (samples + warmup), sizeof(MPI_Comm));
     long errors = 0, wrong = 0;
     for (int it = -warmup; it < samples; ++it) {
         MPI_Barrier(ctl);
-        double t = sample(parent, form, coll, s, r, count, &errors), slowest = 0;
+        double t = sample(parent, form, coll, s, r, count, &errors,
+                          keep ? &kept[it + warmup] : NULL),
+               slowest = 0;
         MPI_Allreduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, ctl);
         if (it >= 0) times[it] = slowest;
     }
@@ -122,9 +131,13 @@ int main(int argc, char **argv)
         qsort(times, (size_t) samples, sizeof(double), cmp_double);
         const double median = samples % 2 ? times[samples / 2]
                                           : 0.5 * (times[samples / 2 - 1] + times[samples / 2]);
-        printf("comm_setup,%s,%s,%zu,%d,%.3f,%.3f,%.3f,%ld\n", form, coll, bytes, size,
+        printf("comm_setup,%s%s,%s,%zu,%d,%.3f,%.3f,%.3f,%ld\n", form, keep ? "-kept" : "", coll,
+               bytes, size,
                median * 1e3, times[0] * 1e3, times[samples - 1] * 1e3, wrong);
     }
+    if (keep)
+        for (int i = 0; i < samples + warmup; ++i) MPI_Comm_free(&kept[i]);
+    free(kept);
     MPI_Comm_free(&parent);
     MPI_Comm_free(&ctl);
     free(times);

@@ -32,6 +32,7 @@ for job in $(seq 1 "$JOBS"); do
     # shellcheck disable=SC2086  # A and B are lists of options
     out=$(python3 "$NETEM" run --themis --timeout "$TIMEOUT" -- ${!setting} \
       --mca coll_themis_dims auto --mca coll_themis_topo_file "$work/topo" \
+      --mca coll_themis_calibration_file none \
       --mca coll_themis_verbose 1 "$build/bench/themis-bench" -m 1M:1M -i 1 -x 1 -c \
       --collective allreduce --impl themis --dims "$SPEC" 2>&1 </dev/null | grep -a ' rank=0 ')
     bw=$(grep -a 'coll:themis:selected' <<<"$out" | sed -n 's/.*:bw=\([^:]*\):.*/\1/p' | sed 's/Mbps//g')

@@ -10,6 +10,7 @@
 # Environment (defaults in brackets):
 #   NP [4]  SAMPLES [20]  BYTES [1048576]        ranks, communicators per job, the call's size
 #   FORMS [dup split idup]  CALLS [allreduce iallreduce]
+#   KEEP [""]                                    1: every communicator kept to the end (-k)
 #   THEMIS_ARGS [--mca coll_themis_dims 2x2 --mca coll_themis_min_bytes 0]  the themis jobs'
 #   ROUNDS [3]  OUT [""]                         a file that gets every job's line
 # Prints per form and call each round's medians (ms) and their ratio themis / tuned, then the
@@ -20,7 +21,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 # shellcheck source=../test/common/mpi_env.sh
 source test/common/mpi_env.sh
 NP=${NP:-4} SAMPLES=${SAMPLES:-20} BYTES=${BYTES:-1048576}
-FORMS=${FORMS:-dup split idup} CALLS=${CALLS:-allreduce iallreduce}
+FORMS=${FORMS:-dup split idup} CALLS=${CALLS:-allreduce iallreduce} KEEP=${KEEP:-}
 THEMIS_ARGS=${THEMIS_ARGS:---mca coll_themis_dims 2x2 --mca coll_themis_min_bytes 0}
 ROUNDS=${ROUNDS:-3} OUT=${OUT:-}
 if [ "$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
@@ -35,13 +36,14 @@ job() {
   local impl=$1 form=$2 call=$3 args line
   if [ "$impl" = themis ]; then read -r -a args <<<"$THEMIS_ARGS"; else args=(--mca coll ^themis); fi
   line=$("${MPIRUN_CMD[@]}" -np "$NP" "${args[@]}" "$WORK/themis-comm-setup" -f "$form" \
-    -c "$call" -m "$BYTES" -n "$SAMPLES" | grep '^comm_setup,') || die "$impl $form $call failed"
+    -c "$call" -m "$BYTES" -n "$SAMPLES" ${KEEP:+-k} | grep '^comm_setup,') ||
+    die "$impl $form $call failed"
   [ -n "$OUT" ] && echo "$impl,$line" >>"$OUT"
   [ "$(cut -d, -f9 <<<"$line")" = 0 ] || die "$impl $form $call: wrong results ($line)"
   cut -d, -f6 <<<"$line"
 }
 
-echo "themis-comm-setup: $NP ranks, $BYTES B, $SAMPLES communicators per job; themis: $THEMIS_ARGS"
+echo "themis-comm-setup: $NP ranks, $BYTES B, $SAMPLES communicators per job${KEEP:+, all kept}; themis: $THEMIS_ARGS"
 for form in $FORMS; do
   for call in $CALLS; do
     ratios=()

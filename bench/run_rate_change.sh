@@ -32,6 +32,7 @@ python3 "$NETEM" up --dims "$SPEC" --mode hosts --queue-ms "$QUEUE_MS" --mtu "$M
 log=$(mktemp)
 # shellcheck disable=SC2086  # MPI_ARGS is a list of options
 python3 "$NETEM" run --themis --timeout "$TIMEOUT" -- --mca coll_themis_dims auto \
+  --mca coll_themis_calibration_file none \
   --mca coll_themis_verbose 1 "${refine[@]}" $MPI_ARGS \
   "$build/bench/themis-timeline" --bytes "$BYTES" --calls "$CALLS" >"$log" 2>&1 &
 job=$!

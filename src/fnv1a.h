@@ -19,6 +19,12 @@ class Fnv1a {
         bytes(&v, sizeof v);
     }
     uint64_t digest() const { return hash_; }
+    // The hash of `text`'s bytes alone.
+    template <typename Text> static uint64_t of(const Text &text) {
+        Fnv1a h;
+        h.bytes(text.data(), text.size());
+        return h.digest();
+    }
 
   private:
     uint64_t hash_ = 14695981039346656037ull; // FNV's 64-bit offset basis

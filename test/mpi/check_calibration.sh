@@ -8,7 +8,11 @@
 #   given     bw= given wins, the latency is still measured; fill= given wins over the
 #             fill curve's measurement;
 #   default   coll_themis_calibration_seconds 0 measures nothing;
-#   damaged   a calibration file that is not one is reported once and rewritten;
+#   damaged   a calibration file that is not one is reported once and rewritten; a damaged
+#             line in a good file is reported once, the good entries still used;
+#   user cache coll_themis_calibration_file auto (the default) keeps the rates and the node
+#             transport's measured choice in $XDG_CACHE_HOME/coll-themis/calibration: a
+#             second job measures nothing; none keeps nothing;
 #   bad value a negative budget gets the bad-param message and the default;
 #   failed    a measurement that fails on some ranks (a test hook): all keep the
 #             defaults, said once;
@@ -61,7 +65,7 @@ verdicts=$(log_values "$OUT/measured.log" calibration joint_slowdown,shared \
 [ "$(wc -l <<<"$verdicts")" = 4 ] && [ "$(sort -u <<<"$verdicts" | wc -l)" = 1 ] ||
   fail "measured: the ranks do not all say one joint_slowdown and shared verdict:" \
     "$verdicts (log $OUT/measured.log)"
-head -n 1 "$file" | grep -qx 'themis-calibration 3' || fail "measured: $file has no header"
+head -n 1 "$file" | grep -qx 'themis-calibration 4' || fail "measured: $file has no header"
 grep -Eq '^2x2-[0-9a-f]+-(cma[0-9,]+\+)?pml 2x2:bw=' "$file" || fail "measured: $file has no 2x2 entry"
 
 run cached --mca coll_themis_dims 2x2 --mca coll_themis_calibration_file "$file"
@@ -77,7 +81,7 @@ run format1 --mca coll_themis_dims 2x2 --mca coll_themis_calibration_file "$form
 sources format1 measured,measured measured,measured
 [ "$(measured_cost format1)" = 4 ] || fail "format1: a file of format 1 was used"
 ! grep -q 'cannot use the calibration file' "$OUT/format1.log" || fail "format1: reported as damaged"
-head -n 1 "$format1" | grep -qx 'themis-calibration 3' || fail "format1: the file was not rewritten"
+head -n 1 "$format1" | grep -qx 'themis-calibration 4' || fail "format1: the file was not rewritten"
 
 run given --mca coll_themis_dims 2x2:bw=10Gbps,20Gbps
 sources given given,given measured,measured
@@ -99,7 +103,46 @@ run damaged --mca coll_themis_dims 2x2 --mca coll_themis_calibration_file "$dama
 sources damaged measured,measured measured,measured
 n=$(grep -c 'cannot use the calibration file' "$OUT/damaged.log")
 [ "$n" -ge 1 ] && [ "$n" -le 4 ] || fail "damaged: said $n times (once per process at most)"
-head -n 1 "$damaged" | grep -qx 'themis-calibration 3' || fail "damaged: the file was not rewritten"
+head -n 1 "$damaged" | grep -qx 'themis-calibration 4' || fail "damaged: the file was not rewritten"
+
+# A damaged line among good ones: said once per process at most, the good entry still read.
+damaged_line=$OUT/damaged_line.txt
+cp "$file" "$damaged_line"
+echo 'k2 2x2:bw=fast 2024-05-01T12:34:56Z' >>"$damaged_line"
+run damaged_line --mca coll_themis_dims 2x2 --mca coll_themis_calibration_file "$damaged_line"
+sources damaged_line cached,cached cached,cached
+n=$(grep -c 'cannot use the calibration file' "$OUT/damaged_line.log")
+[ "$n" -ge 1 ] && [ "$n" -le 4 ] || fail "damaged_line: said $n times (once per process at most)"
+grep -q 'damaged_line.txt:[0-9]*: the spec does not parse' "$OUT/damaged_line.log" ||
+  fail "damaged_line: the message does not name the line"
+
+# The user's cache, by default: the first job measures the rates and the node transport's
+# choice and keeps both there, the second measures nothing; none keeps nothing.
+xdg=$OUT/xdg
+cache_run() { # NAME MCA-ARGS...: with the node transport chosen by measurement (auto)
+  local name=$1; shift
+  mpirun_logged "$OUT/$name.log" 120 -np 4 -x XDG_CACHE_HOME="$xdg" \
+    --mca coll_themis_verbose 1 --mca coll_themis_dims 2x2 --mca coll_themis_node_transport auto \
+    "$@" -- "$BUILDDIR/tools/themis-info" -v 1 -m 1M || fail "$name: the run failed (log $OUT/$name.log)"
+  grep -q 'results exact on every rank' "$OUT/$name.log" || fail "$name: results not exact"
+}
+cache_run cache_first --mca coll_themis_calibration_file auto
+sources cache_first measured,measured measured,measured
+[ "$(log_count "$OUT/cache_first.log" node_transport source=measured)" = 4 ] ||
+  fail "cache_first: the node transport was not measured on every rank"
+kept=$xdg/coll-themis/calibration
+[ -f "$kept" ] || fail "cache_first: no $kept"
+[ "$(stat -c %a "$xdg/coll-themis")" = 700 ] || fail "cache_first: $xdg/coll-themis is not the user's alone"
+grep -Eq '^2x2-[0-9a-f]+-node-pml cma=' "$kept" || fail "cache_first: no node choice in $kept"
+cache_run cache_second --mca coll_themis_calibration_file auto
+sources cache_second cached,cached cached,cached
+[ "$(measured_cost cache_second)" = 0 ] || fail "cache_second: measured although cached"
+[ "$(log_count "$OUT/cache_second.log" node_transport source=remembered)" = 4 ] ||
+  fail "cache_second: the node transport's choice was not taken from the cache"
+rm -rf "$xdg"
+cache_run cache_none --mca coll_themis_calibration_file none
+sources cache_none measured,measured measured,measured
+[ ! -e "$xdg/coll-themis" ] || fail "cache_none: something was kept in $xdg"
 
 run bad_value --mca coll_themis_dims 2x2 --mca coll_themis_calibration_seconds -1
 grep -q 'coll_themis_calibration_seconds has the value -1' "$OUT/bad_value.log" ||
@@ -119,4 +162,4 @@ run topo_missing --mca coll_themis_dims auto --mca coll_themis_single_dim 1 \
 n=$(grep -c 'cannot use the topology file' "$OUT/topo_missing.log")
 [ "$n" = 1 ] || fail "topo_missing: said $n times, not once"
 
-echo "check_calibration: OK: measured, cached, format 1, given, fill given, default, damaged file, bad value, failed measurement, topology file"
+echo "check_calibration: OK: measured, cached, format 1, given, fill given, default, damaged file and line, the user's cache, none, bad value, failed measurement, topology file"

@@ -4,13 +4,17 @@
 # themis-bench's blocking allreduce, reduce_scatter_block and allgather of 64, 128 and
 # 256 KiB, 11 calls of each (3 bins per collective), every result validated:
 #   - every themis run 20 ms longer (THEMIS_TEST_SLOW_THEMIS_MS): every bin's trial must
-#     end below, on every rank (36 "crossover ... runs=below" events), and themis must have
-#     run exactly the trial's themis calls: 5 of each bin's 11 (the first, then a run of 4),
-#     15 of each collective's 33;
+#     end below, on every rank (36 "crossover ... runs=below decided_by=trial" events), and
+#     themis must have run exactly the trial's themis calls: 4 of each bin's 11 (its first
+#     two, then a run of 2), 12 of each collective's 33;
 #   - every run of the module below 20 ms longer: every bin themis, which then runs all but
-#     the trial's run of 4 calls below per bin: 21 of 33;
+#     the trial's run of 3 calls below per bin: 24 of 33;
+#   - rates given that make the module below's least time (src/crossover.h) far longer than
+#     themis's measured one (coll_themis_dims 2x2:bw=1Mbps): every bin themis at its third
+#     call, untried (decided_by=bound), themis runs all 33;
 #   - coll_themis_min_bytes given (65536): no trial, themis runs all 33.
-# Calibration is off: it is not what this tests, and it costs time.
+# Calibration is off: it is not what this tests, and it costs time; with the spec's default
+# rates the module below's least time is unknown, so every bin goes to trial.
 # Environment: MPIRUN, THEMIS_BUILDDIR, OMPI_DEFAULT_COMPONENT_DIR.
 set -uo pipefail
 
@@ -23,28 +27,30 @@ rm -rf "$OUT" && mkdir -p "$OUT"
 fail() { echo "check_crossover: FAIL: $*"; exit 1; }
 COLLS=(allreduce reduce_scatter_block allgather)
 
-# run NAME [mpirun options...]: the benchmark, validated; its log is $OUT/NAME.log.
+# run NAME [mpirun options...]: the benchmark, validated, on coll_themis_dims $DIMS (2x2 unless
+# set); its log is $OUT/NAME.log.
 run() {
   local name=$1; shift
   mpirun_logged "$OUT/$name.log" 240 -np 4 \
-    --mca coll_themis_dims 2x2 --mca coll_themis_calibration_seconds 0 \
+    --mca coll_themis_dims "${DIMS:-2x2}" --mca coll_themis_calibration_seconds 0 \
     --mca coll_themis_verbose 2 "$@" \
     -- "$BUILDDIR/bench/themis-bench" -m 64K:256K -i 10 -x 1 -c \
     --collective "$(IFS=,; echo "${COLLS[*]}")" --impl themis --dims 2x2 || fail "$name: the run failed (log $OUT/$name.log)"
   grep -q '^# validation: passed' "$OUT/$name.log" || fail "$name: results not validated (log $OUT/$name.log)"
 }
 
-# expect NAME RUNS THEMIS_CALLS: every collective's crossover events say RUNS on every rank
-# for each of the 3 bins (RUNS "none": no event at all), and every rank's stats say themis
-# ran THEMIS_CALLS of the 33 calls.
+# expect NAME RUNS THEMIS_CALLS [BY]: every collective's crossover events say RUNS (decided by
+# BY, trial by default) on every rank for each of the 3 bins (RUNS "none": no event at all),
+# and every rank's stats say themis ran THEMIS_CALLS of the 33 calls.
 expect() {
-  local name=$1 runs=$2 themis=$3 log=$OUT/$1.log coll n
+  local name=$1 runs=$2 themis=$3 by=${4:-trial} log=$OUT/$1.log coll n
   for coll in "${COLLS[@]}"; do
     if [ "$runs" = none ]; then
       n=$(log_count "$log" crossover comm=bench_themis)
       [ "$n" = 0 ] || fail "$name: $n crossover events, expected none (log $log)"
     else
-      n=$(log_count "$log" crossover comm=bench_themis "coll=$coll" "runs=$runs" 'bytes=(65536|131072|262144)')
+      n=$(log_count "$log" crossover comm=bench_themis "coll=$coll" "runs=$runs" "decided_by=$by" \
+        'bytes=(65536|131072|262144)')
       [ "$n" = 12 ] || fail "$name: $coll: $n of 12 crossover events (3 bins x 4 ranks) say runs=$runs (log $log)"
     fi
     n=$(log_count "$log" stats comm=bench_themis "coll=$coll" calls=33 "themis=$themis")
@@ -53,9 +59,11 @@ expect() {
 }
 
 run themis_slow -x THEMIS_TEST_SLOW_THEMIS_MS=20
-expect themis_slow below 15
+expect themis_slow below 12
 run below_slow -x THEMIS_TEST_SLOW_BELOW_MS=20
-expect below_slow themis 21
+expect below_slow themis 24
+DIMS=2x2:bw=1Mbps run clearly_faster -x THEMIS_TEST_SLOW_BELOW_MS=20
+expect clearly_faster themis 33 bound
 run min_bytes_given -x THEMIS_TEST_SLOW_THEMIS_MS=20 --mca coll_themis_min_bytes 65536
 expect min_bytes_given none 33
-echo "check_crossover: passed (themis slower: every bin below; the module below slower: every bin themis; min_bytes given: no trial)"
+echo "check_crossover: passed (themis slower: every bin below; the module below slower: every bin themis; themis under the module below's least time: every bin themis untried; min_bytes given: no trial)"

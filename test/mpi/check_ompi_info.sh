@@ -27,6 +27,9 @@ declare -A ENUMS=([policy]="baseline themis" [intra_policy]="fifo scf"
                   [load_model]="reference latency")
 
 export OMPI_MCA_mca_base_component_path=$COMPDIR:$OMPI_DEFAULT_COMPONENT_DIR
+# ompi_info prints a parameter's value in force: the defaults are checked, not the tests'
+# own setting (THEMIS_MPI_ENV).
+unset OMPI_MCA_coll_themis_calibration_file
 if ! human=$("$OMPI_INFO" --param coll themis --level 9 2>&1) ||
    ! parsable=$("$OMPI_INFO" --param coll themis --level 9 --parsable 2>&1); then
   echo "$human"

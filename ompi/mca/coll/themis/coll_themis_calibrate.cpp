@@ -1,8 +1,9 @@
 // coll_themis_calibrate.cpp: measured, cached or given rates (see coll_themis_calibrate.h).
 #include "coll_themis_calibrate.h"
 #include "coll_themis_params.h"
-#include "coll_themis_setup_task.h"
 #include "coll_themis_test_hooks.h"
+
+#include <mutex>
 
 #include <cmath>
 #include <cstdlib>
@@ -12,21 +13,12 @@
 
 #include "calibration_file.h"
 #include "ompi/op/op.h"
+#include "opal/util/output.h"
 #include "ompi/proc/proc.h"
 
 namespace themis {
 
 namespace {
-
-// True on every rank when every rank holds the same `values`.
-bool all_hold(mca_coll_themis_module_t *m, ompi_communicator_t *comm, std::vector<double> values) {
-    const size_t n = values.size();
-    for (size_t i = 0; i < n; ++i) values.push_back(-values[i]);
-    agree_max(m, comm, values);
-    for (size_t i = 0; i < n; ++i)
-        if (values[i] != -values[n + i]) return false;
-    return true;
-}
 
 // Layouts this process calibrated, by the processes at each position and the transport.
 ProcessMemo<std::vector<DimensionRates>> calibrated_layouts;
@@ -62,28 +54,17 @@ bool plausible(const std::vector<DimensionRates> &rates, const std::vector<int> 
     return true;
 }
 
-// The file's rates when every rank read the same ones for this layout; empty otherwise.
-std::vector<DimensionRates> rates_from_file(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
-                                            const Topology &topo, const std::string &key,
-                                            std::string &note) {
-    std::optional<Topology> cached;
-    try {
-        cached = cached_topology(read_calibration_file(params().calibration_file), key, topo);
-    } catch (const CalibrationFileError &e) {
-        note = e.what();
-        report_calibration_file_problem(note);
-    }
-    const uint64_t print = cached ? cached->fingerprint() : 0;
-    if (!all_hold(m, comm, {double(print >> 32), double(print & 0xffffffffu)}) || !cached)
-        return {};
-    return rates_of(*cached);
+// The rates the file keeps for `key`, empty when none.
+std::vector<DimensionRates> rates_in_file(const Topology &topo, const std::string &key) {
+    const std::optional<Topology> cached = cached_topology(read_kept_entries(), key, topo);
+    return cached ? rates_of(*cached) : std::vector<DimensionRates>();
 }
 
 void store_in_file(ompi_communicator_t *comm, const Topology &measured, const std::string &key,
                    std::string &note) {
     if (!writes_for_node(comm)) return;
     try {
-        write_calibration_entry(params().calibration_file, key, measured);
+        write_calibration_entry(calibration_file(), key, measured);
     } catch (const CalibrationFileError &e) {
         note = e.what();
         report_calibration_file_problem(note);
@@ -92,11 +73,61 @@ void store_in_file(ompi_communicator_t *comm, const Topology &measured, const st
 
 } // namespace
 
+namespace {
+
+// Said once per process, whatever the file (the threads of one process set communicators up
+// at once).
+void show_file_problem(const std::string &path, const std::string &what) {
+    static std::once_flag once;
+    std::call_once(
+        once, [&] { mca_coll_themis_show_help("calibration-file", path.c_str(), what.c_str()); });
+}
+
+} // namespace
+
+const std::string &calibration_file() {
+    static const std::string path = [] {
+        const std::string given = params().calibration_file ? params().calibration_file : "";
+        if (given.empty() || given == "none") return std::string();
+        if (given != "auto") return given;
+        const std::string cache = default_cache_path(user_dirs().xdg_cache_home, user_dirs().home);
+        if (cache.empty()) {
+            opal_output_verbose(1, params().output,
+                                "coll:themis: no calibration file: neither XDG_CACHE_HOME nor "
+                                "HOME is an absolute path (coll_themis_calibration_file auto)");
+            return std::string();
+        }
+        try {
+            make_parent_directories(cache);
+        } catch (const CalibrationFileError &e) {
+            show_file_problem(cache, e.what());
+            return std::string();
+        }
+        return cache;
+    }();
+    return path;
+}
+
+CalibrationEntries read_kept_entries() {
+    std::vector<std::string> damaged;
+    try {
+        CalibrationEntries entries = read_calibration_file(calibration_file(), &damaged);
+        if (!damaged.empty()) {
+            const size_t more = damaged.size() - 1;
+            report_calibration_file_problem(
+                damaged.front() +
+                (more ? " (and " + std::to_string(more) + " more lines)" : std::string()) +
+                ": what it kept there is measured again");
+        }
+        return entries;
+    } catch (const CalibrationFileError &e) {
+        report_calibration_file_problem(e.what());
+        return CalibrationEntries();
+    }
+}
+
 void report_calibration_file_problem(const std::string &what) {
-    static bool shown = false;
-    if (!shown)
-        mca_coll_themis_show_help("calibration-file", params().calibration_file, what.c_str());
-    shown = true;
+    show_file_problem(calibration_file(), what);
 }
 
 bool writes_for_node(ompi_communicator_t *comm) {
@@ -119,54 +150,71 @@ std::string process_key(ompi_communicator_t *comm, const RankLayout &layout,
     return key.str();
 }
 
-void agree_max(mca_coll_themis_module_t *m, ompi_communicator_t *, std::vector<double> &values) {
-    std::vector<double> all(values.size());
-    setup_allreduce(m, values.data(), all.data(), int(values.size()), &ompi_mpi_double.dt,
-                    &ompi_mpi_op_max.op);
-    values = all;
+RatesQuestion::RatesQuestion(ompi_communicator_t *comm, const RankLayout &layout,
+                             const std::string &transport_name,
+                             const std::vector<std::string> &host_at_position)
+    : comm_(comm), layout_(layout), transport_name_(transport_name),
+      bw_given_(spec_gives(params().dims, "bw")), lat_given_(spec_gives(params().dims, "lat")),
+      fill_given_(spec_gives(params().dims, "fill")) {
+    const Topology &given = layout.topology;
+    measured_ = dimensions_to_measure(given, bw_given_, lat_given_);
+    if (measured_.empty() || params().calibration_seconds <= 0) {
+        measured_.clear();
+        return;
+    }
+    // Where the rates come from: this process's memory, the file, or a measurement.
+    memo_key_ = process_key(comm, layout, transport_name);
+    known_ = calibrated_layouts.find(memo_key_);
+    // Rates over one transport say nothing of another: the file's key names it.
+    if (!calibration_file().empty())
+        file_key_ = calibration_key(given, host_at_position) + "-" + transport_name;
+    if (known_.empty() && !file_key_.empty()) known_ = rates_in_file(given, file_key_);
 }
 
-CalibratedTopology calibrated_topology(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
-                                       const RankLayout &layout, int position, Transport &transport,
-                                       Memory *buffers, const std::string &transport_name,
-                                       const std::vector<std::string> &host_at_position) {
-    const Topology &given = layout.topology;
-    const bool bw_given = spec_gives(params().dims, "bw"),
-               lat_given = spec_gives(params().dims, "lat"),
-               fill_given = spec_gives(params().dims, "fill");
+void RatesQuestion::ask(Agreement &agreement) {
+    const Topology known =
+        with_measured_rates(layout_.topology, known_, bw_given_, lat_given_, fill_given_);
+    same_needed_ = agreement.same(measured_.empty() ? 0 : 1);
+    same_known_ = agreement.same(known_.empty() ? 0 : known.fingerprint());
+    all_known_ = agreement.all(!known_.empty());
+}
+
+CalibratedTopology RatesQuestion::settle_alone(mca_coll_themis_module_t *m, int position,
+                                               Transport &transport, Memory *buffers) {
+    Agreement agreement;
+    ask(agreement);
+    agreement.run(m);
+    return settle(m, agreement, position, transport, buffers);
+}
+
+CalibratedTopology RatesQuestion::settle(mca_coll_themis_module_t *m, const Agreement &agreement,
+                                         int position, Transport &transport, Memory *buffers) {
+    const Topology &given = layout_.topology;
     CalibratedTopology out;
     out.topology = given;
+    out.note = note_;
     out.bandwidth_source.assign(given.num_dims(),
-                                bw_given ? RateSource::Given : RateSource::Default);
+                                bw_given_ ? RateSource::Given : RateSource::Default);
     out.latency_source.assign(given.num_dims(),
-                              lat_given ? RateSource::Given : RateSource::Default);
-    out.fill_source.assign(given.num_dims(), fill_given ? RateSource::Given : RateSource::Default);
-    const std::vector<int> measured = dimensions_to_measure(given, bw_given, lat_given);
-    if (measured.empty() || params().calibration_seconds <= 0) return out;
+                              lat_given_ ? RateSource::Given : RateSource::Default);
+    out.fill_source.assign(given.num_dims(), fill_given_ ? RateSource::Given : RateSource::Default);
+    // Nothing to measure, or ranks that disagree on whether to: the spec's numbers everywhere.
+    if (measured_.empty() || !agreement.holds(same_needed_)) return out;
 
-    // Where the rates come from: this process's memory, the file, or a measurement.
     RateSource source = RateSource::Cached;
-    const std::string key = process_key(comm, layout, transport_name);
-    const std::vector<DimensionRates> known = calibrated_layouts.find(key);
     std::vector<DimensionRates> rates;
-    uint64_t mine = !known.empty();
-    if (all_hold(m, comm, {double(mine)}) && mine) rates = known;
-    const bool use_file = params().calibration_file && params().calibration_file[0];
-    // Rates over one transport say nothing of another: the key names it.
-    const std::string file_key =
-        use_file ? calibration_key(given, host_at_position) + "-" + transport_name : "";
-    if (rates.empty() && use_file) rates = rates_from_file(m, comm, given, file_key, out.note);
+    if (agreement.holds(all_known_) && agreement.holds(same_known_)) rates = known_;
     if (rates.empty()) {
         source = RateSource::Measured;
         CalibrationSettings settings;
         settings.budget_seconds = params().calibration_seconds;
         // The fill curve, unless the spec gives it: up to the engine's K stages in flight,
         // each about the smallest chunk (a stage's size).
-        settings.fill_in_flight = fill_given ? 0 : params().max_active;
+        settings.fill_in_flight = fill_given_ ? 0 : params().max_active;
         if (params().min_chunk_bytes > 0) settings.fill_bytes = params().min_chunk_bytes;
         const CalibrationResult result = calibrate(
-            given, position, transport, measured,
-            [&](std::vector<double> &v) { agree_max(m, comm, v); }, settings, buffers);
+            given, position, transport, measured_, [&](std::vector<double> &v) { agree_max(m, v); },
+            settings, buffers);
         out.seconds = result.seconds;
         out.connect_seconds = result.connect_seconds;
         out.bytes_sent = result.bytes_sent;
@@ -175,10 +223,7 @@ CalibratedTopology calibrated_topology(mca_coll_themis_module_t *m, ompi_communi
         out.joint_phases = result.joint_phases;
         // Every rank holds the same agreed numbers, but tests make a measurement fail on
         // some ranks only (THEMIS_TEST_CALIBRATION_FAILS): all keep the defaults together.
-        std::vector<double> failed = {
-            plausible(result.dims, measured) && !test_hooks().calibration_fails ? 0.0 : 1.0};
-        agree_max(m, comm, failed);
-        if (failed[0] != 0) {
+        if (!all_agree(m, plausible(result.dims, measured_) && !test_hooks().calibration_fails)) {
             out.note = "calibration measured no usable rate: the defaults are kept";
             static bool shown = false;
             if (!shown && mca_coll_themis_first_process())
@@ -188,16 +233,16 @@ CalibratedTopology calibrated_topology(mca_coll_themis_module_t *m, ompi_communi
         }
         rates = result.dims;
     }
-    calibrated_layouts.store(key, rates);
-    out.kept = {key, file_key};
-    out.topology = with_measured_rates(given, rates, bw_given, lat_given, fill_given);
-    for (int d : measured) {
-        if (!bw_given) out.bandwidth_source[d] = source;
-        if (!lat_given) out.latency_source[d] = source;
-        if (!fill_given) out.fill_source[d] = source;
+    calibrated_layouts.store(memo_key_, rates);
+    out.kept = {memo_key_, file_key_};
+    out.topology = with_measured_rates(given, rates, bw_given_, lat_given_, fill_given_);
+    for (int d : measured_) {
+        if (!bw_given_) out.bandwidth_source[d] = source;
+        if (!lat_given_) out.latency_source[d] = source;
+        if (!fill_given_) out.fill_source[d] = source;
     }
-    if (use_file && source == RateSource::Measured)
-        store_in_file(comm, out.topology, file_key, out.note);
+    if (!file_key_.empty() && source == RateSource::Measured)
+        store_in_file(comm_, out.topology, file_key_, out.note);
     return out;
 }
 

@@ -20,8 +20,10 @@
 #include <vector>
 
 #include "coll_themis.h"
+#include "coll_themis_agreement.h"
 #include "coll_themis_log.h"
 #include "calibration.h"
+#include "calibration_file.h"
 #include "rank_layout.h"
 #include "transport.h"
 
@@ -46,13 +48,36 @@ struct CalibratedTopology {
     RatesKept kept;
 };
 
-// Collective over `comm`. Measures over `transport` with the exchanged bytes in `buffers`
-// (nullptr: host memory); `transport_name` names that pair in the caches' keys;
-// `host_at_position`: each position's hostname (for the file's key).
-CalibratedTopology calibrated_topology(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
-                                       const RankLayout &layout, int position, Transport &transport,
-                                       Memory *buffers, const std::string &transport_name,
-                                       const std::vector<std::string> &host_at_position);
+// The rates a communicator's plans use, in two steps around one of the set-up's rounds
+// (coll_themis_agreement.h): this rank's side first (what it knows without measuring: this
+// process's memory, else the file), then, once every rank's answer is agreed, the rates
+// every rank plans with: those known where every rank knows the same, else measured now.
+class RatesQuestion {
+  public:
+    // `layout` on `transport_name` (the caches' key for the transport the rates are measured
+    // over); `host_at_position`: each position's hostname (the file's key).
+    RatesQuestion(ompi_communicator_t *comm, const RankLayout &layout,
+                  const std::string &transport_name,
+                  const std::vector<std::string> &host_at_position);
+    void ask(Agreement &agreement);
+    // Collective over `comm` (more rounds where it measures): measures over `transport` with
+    // the exchanged bytes in `buffers` (nullptr: host memory).
+    CalibratedTopology settle(mca_coll_themis_module_t *m, const Agreement &agreement, int position,
+                              Transport &transport, Memory *buffers);
+    // ask() and settle() with a round of their own.
+    CalibratedTopology settle_alone(mca_coll_themis_module_t *m, int position, Transport &transport,
+                                    Memory *buffers);
+
+  private:
+    ompi_communicator_t *comm_;
+    const RankLayout &layout_;
+    std::string transport_name_;
+    bool bw_given_, lat_given_, fill_given_;
+    std::vector<int> measured_;         // dimensions measured (none: nothing to do)
+    std::vector<DimensionRates> known_; // empty: none
+    std::string memo_key_, file_key_, note_;
+    Agreement::Slot same_needed_ = 0, same_known_ = 0, all_known_ = 0;
+};
 
 // Rates revised at run time (coll_themis_refine.h), on every rank of `comm` alike: they
 // replace the measured or cached ones where `kept` says, so that later communicators of this
@@ -84,6 +109,16 @@ template <typename T> class ProcessMemo {
     std::map<std::string, T> values_;
 };
 
+// The calibration file this process uses: coll_themis_calibration_file's path; with `auto`
+// (the default) the user's cache (calibration_file.h, default_cache_path(): XDG_CACHE_HOME,
+// else ~/.cache), its directories made; "" with `none` or an empty value, or where no cache
+// directory is known or can be made (said once). Resolved once per process.
+const std::string &calibration_file();
+
+// Reads the calibration file (which must be named): a file that cannot be read is reported
+// once and gives no entries; damaged lines are left out, the first one reported once.
+CalibrationEntries read_kept_entries();
+
 // A calibration file that cannot be read or written: said once per process (the help
 // file's calibration-file); the job runs on with measured numbers.
 void report_calibration_file_problem(const std::string &what);
@@ -91,10 +126,6 @@ void report_calibration_file_problem(const std::string &what);
 // Whether this rank writes the calibration file for its node: the node's lowest rank in
 // `comm`, so that every node's disk gets the file and no two ranks of a node race.
 bool writes_for_node(ompi_communicator_t *comm);
-
-// Collective over `comm`: replaces `values` by their element-wise maximum over the ranks
-// (the previous module's All-Reduce).
-void agree_max(mca_coll_themis_module_t *m, ompi_communicator_t *comm, std::vector<double> &values);
 
 // The dimensions with every number and where it came from, as the keys of the verbose
 // log's event "selected": dims (the spec), bw_source, lat_source and fill_source (one per

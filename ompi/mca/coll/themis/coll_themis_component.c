@@ -168,9 +168,13 @@ static const themis_param_t themis_params[] = {
      .help = "How far one dimension's measured rate may be off relative to the others' (a "
              "fraction) before the rates are revised at run time; 0 = never"},
     {.name = "calibration_file", FIELD(calibration_file), .level = OPAL_INFO_LVL_4,
-     .help = "File that keeps measured rates between jobs, keyed by the layout and its "
-             "hosts, and grids found by probing, keyed by the hosts; delete it when the "
-             "network changes (valid: empty = none, or a path in a writable directory)"},
+     .default_string = "auto",
+     .help = "File that keeps what a job measured for later jobs on the same hosts: rates "
+             "and node transport choices, keyed by the layout and its hosts, and grids found "
+             "by probing, keyed by the hosts; delete it when the network changes (valid: "
+             "auto = the user's cache, $XDG_CACHE_HOME/coll-themis/calibration, else "
+             "~/.cache/coll-themis/calibration; none = keep nothing; or a path in a writable "
+             "directory)"},
     {.name = "single_dim", FIELD(single_dim), .level = OPAL_INFO_LVL_5,
      .default_value = false,
      .help = "Run themis also when dims=auto finds a single dimension (all ranks on one "

@@ -15,11 +15,14 @@
 #include "opal/util/output.h"
 #include "coll_themis_call.h"
 #include "coll_themis_cuda_ipc.h"
+#include "coll_themis_inherit.h"
 #include "coll_themis_node_transport.h"
 #include "coll_themis_refine.h"
 #include "coll_themis_request.h"
 #include "coll_themis_test_hooks.h"
+#include "coll_themis_transports.h"
 #include "calibration.h"
+#include "transports/cma_transport.h"
 #include "trace.h"
 
 namespace themis {
@@ -33,9 +36,27 @@ std::atomic<uint64_t> info_changes{0};
 
 uint64_t info_generation() { return info_changes.load(std::memory_order_acquire); }
 
-Context::Context(ompi_communicator_t *comm, RankLayout layout)
-    : comm_(comm), layout_(std::move(layout)), position_(layout_.position_of[ompi_comm_rank(comm)]),
+Context::Context(mca_coll_themis_module_t *module, ompi_communicator_t *comm, RankLayout layout,
+                 std::string key)
+    : module_(module), comm_(comm), layout_(std::move(layout)),
+      position_(layout_.position_of[ompi_comm_rank(comm)]), key_(std::move(key)),
       cache_(static_cast<size_t>(params().plan_cache_size)) {}
+
+std::unique_ptr<Context> Context::from_setup(mca_coll_themis_module_t *module,
+                                             ompi_communicator_t *comm, const std::string &key,
+                                             const GroupSetup &setup) {
+    std::unique_ptr<Context> ctx(new Context(module, comm, setup.layout, key));
+    ctx->setup_source_ = "inherited";
+    if (setup.memory) ctx->memory_ = setup.memory;
+    ctx->transport_ = connect_chosen({module, comm, ctx->layout_, ctx->position_}, setup.transport);
+    if (std::find(setup.cma.begin(), setup.cma.end(), true) != setup.cma.end())
+        ctx->node_transport_ = std::make_unique<CmaTransport>(*ctx->transport_, setup.cma);
+    ctx->resolve_settings();
+    CalibratedTopology rates = setup.rates;
+    rates.topology = setup.layout.topology;
+    ctx->start_engine(rates, setup.refine ? make_refiner(rates) : nullptr);
+    return ctx;
+}
 
 Context::~Context() {
     // An agreement still in flight writes into agreement_out_: every rank started it with the
@@ -49,14 +70,39 @@ Context::~Context() {
     transport_.reset();
 }
 
-// The communicator's value of an info key themis subscribes to; "" when not set.
-std::string Context::info(const char *key) const {
-    char value[32];
-    return themis_info_get(comm_->super.s_info, key, value, sizeof value) ? value : "";
+double Context::below_lower_bound(Collective coll, size_t bytes) const {
+    return rates_known_ ? themis::below_lower_bound(layout_.topology, coll, double(bytes)) : 0;
 }
 
-int Context::info_choice(const char *key, int parameter) const {
-    const mca_base_var_enum_value_t *value = mca_coll_themis_info_value(key, info(key).c_str());
+bool Context::idle() {
+    std::lock_guard<std::recursive_mutex> hold(engine_lock_);
+    return engine_ && engine_->in_flight() == 0 && !agreement_ && waiting_.empty() &&
+           !trace_.is_open() && !device_direct();
+}
+
+void Context::rebind(mca_coll_themis_module_t *module, ompi_communicator_t *comm,
+                     const GroupSetup &setup) {
+    std::lock_guard<std::recursive_mutex> hold(engine_lock_);
+    module_ = module;
+    comm_ = comm;
+    setup_source_ = "spare";
+    CalibratedTopology rates = setup.rates;
+    rates.topology = setup.layout.topology;
+    adopt_rates(rates, setup.refine ? make_refiner(rates) : nullptr);
+    sole_ = nullptr;
+    carried_load_.clear();
+    traced_calls_ = 0;
+    resolve_settings(); // the new communicator's info keys
+}
+
+std::string info(ompi_communicator_t *comm, const char *key) {
+    char value[32];
+    return themis_info_get(comm->super.s_info, key, value, sizeof value) ? value : "";
+}
+
+int info_choice(ompi_communicator_t *comm, const char *key, int parameter) {
+    const mca_base_var_enum_value_t *value =
+        mca_coll_themis_info_value(key, info(comm, key).c_str());
     return value ? value->value : parameter;
 }
 
@@ -75,9 +121,10 @@ void Context::resolve_settings() {
     req.chunks = params().chunks;
     req.min_chunk_bytes = params().min_chunk_bytes;
     // MPI_Comm_set_info / MPI_Comm_dup_with_info may choose the policy per communicator.
-    req.scheduler.policy = info_choice("themis_policy", params().policy) == THEMIS_POLICY_BASELINE
-                               ? Policy::Baseline
-                               : Policy::Themis;
+    req.scheduler.policy =
+        info_choice(comm_, "themis_policy", params().policy) == THEMIS_POLICY_BASELINE
+            ? Policy::Baseline
+            : Policy::Themis;
     req.scheduler.load_model =
         params().load_model == THEMIS_LOAD_REFERENCE ? LoadModel::Reference : LoadModel::Latency;
     req.scheduler.threshold = params().threshold;
@@ -302,6 +349,7 @@ void Context::revise_rates(const std::vector<double> &agreed) {
                     "coll_themis_refine_threshold")
         .emit(1, comm_);
     keep_revised_rates(comm_, rates_kept_, layout_.topology);
+    keep_group_rates(key_, layout_.topology);
 }
 
 bool Context::drive(Call &call) {
@@ -348,6 +396,11 @@ int report_failure(const char *collective, const std::exception &e) {
 } // namespace themis
 
 themis_context::~themis_context() {
+    // Idle, it serves the next communicator of its group, with its private duplicate.
+    if (context && themis::keep_spare(context, dup)) {
+        std::free(fallback);
+        return;
+    }
     context.reset(); // its transports use the duplicate
     std::free(fallback);
     if (dup) ompi_comm_free(&dup);

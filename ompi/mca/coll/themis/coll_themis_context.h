@@ -29,22 +29,50 @@
 
 namespace themis {
 
+struct GroupSetup;
+
 class Context {
   public:
     // Collective over `comm`; returns nullptr (and says why at verbose level 1) when
-    // themis declines the communicator.
+    // themis declines the communicator (coll_themis_setup.cpp).
     static std::unique_ptr<Context> create(mca_coll_themis_module_t *module,
                                            ompi_communicator_t *comm, bool device_buffers);
+    // Local: `comm` set up as `setup` says, connected again (coll_themis_inherit.h); throws
+    // when it cannot connect.
+    static std::unique_ptr<Context> from_setup(mca_coll_themis_module_t *module,
+                                               ompi_communicator_t *comm, const std::string &key,
+                                               const GroupSetup &setup);
     ~Context();
     Context(const Context &) = delete;
     Context &operator=(const Context &) = delete;
 
     const RankLayout &layout() const { return layout_; }
+    // The key of its group (coll_themis_inherit.h).
+    const std::string &key() const { return key_; }
+    // The least time the module below could take for `bytes` of `coll` on this network
+    // (src/crossover.h), from the rates it plans with; 0 where those are the spec's defaults,
+    // which say nothing of the network.
+    double below_lower_bound(Collective coll, size_t bytes) const;
+    // Where its set-up came from: "new" (made now), "inherited" (an earlier communicator's of
+    // its group: coll_themis_inherit.h), "spare" (a freed one's context taken over).
+    const char *setup_source() const { return setup_source_; }
+    // Whether no call is in flight on it, nor an agreement, and it writes no trace: it may
+    // serve another communicator of its group (coll_themis_inherit.h, spares).
+    bool idle();
+    // It serves `comm` now (module `module`), set up as `setup` says (a spare taken over):
+    // its rates, refinement and settings start again from there; its engine, transports,
+    // buffers and plans stay.
+    void rebind(mca_coll_themis_module_t *module, ompi_communicator_t *comm,
+                const GroupSetup &setup);
+    // Its levels' names, comma-separated (the event selected).
+    std::string levels() const;
+    // Opens this rank's stage-timing CSV when coll_themis_trace asks for one.
+    void open_trace();
     const char *transport_name() const { return transport_->name(); }
     // Whether the transport is handed device pointers (UCX with CUDA).
     bool transport_moves_device() const { return transport_->moves_device_memory(); }
     int position() const { return position_; }
-    HostMemory &memory() { return memory_; }
+    HostMemory &memory() { return *memory_; }
     // Device-direct mode (coll_themis_cuda_ipc.h): the engine's transport moves device
     // memory on every dimension, node dimensions by CUDA IPC.
     bool device_direct() const { return device_transport_ != nullptr; }
@@ -97,7 +125,8 @@ class Context {
 
   private:
     friend class Call;
-    Context(ompi_communicator_t *comm, RankLayout layout);
+    Context(mca_coll_themis_module_t *module, ompi_communicator_t *comm, RankLayout layout,
+            std::string key);
     // Plans `call` and starts it on the engine; `nonblocking`: calls after it may run beside
     // it (its carried load passes on).
     void begin(Call &call, bool nonblocking);
@@ -126,37 +155,28 @@ class Context {
     void resolve_settings();
     // A leased call back into the pool, blank.
     void pool_back(std::unique_ptr<Call> call);
-    // Picks and connects the base transport (collective; coll_themis_transports.h).
-    void connect(mca_coll_themis_module_t *m);
-    // Sets the rates the spec does not give (collective; see coll_themis_calibrate.h) and
-    // builds the engine on them; adds to `selected` (the log's event) the dimensions with
-    // every number and its source, and the levels. `host_of`: every communicator rank's
-    // hostname.
-    void calibrate(mca_coll_themis_module_t *m, const std::vector<std::string> &host_of,
-                   LogEvent &selected);
-    // A themis info key's value on the communicator ("" when unset).
-    std::string info(const char *key) const;
-    // The value of a themis info key on the communicator (mca_coll_themis_info_keys), else
-    // `parameter`, the value of the MCA parameter it overrides.
-    int info_choice(const char *key, int parameter) const;
-    // Opens this rank's stage-timing CSV when coll_themis_trace asks for one.
-    void open_trace();
+    // Plans from `rates` (its topology becomes the layout's), revised by `refiner` (or none).
+    void adopt_rates(const CalibratedTopology &rates, std::unique_ptr<RateRefiner> refiner);
+    // adopt_rates(), and the engine on them.
+    void start_engine(const CalibratedTopology &rates, std::unique_ptr<RateRefiner> refiner);
     // Collective: sets up device-direct mode where every rank can (CUDA builds); says why not.
     void setup_device_direct(mca_coll_themis_module_t *m, const std::vector<int> &node_of,
                              bool all_cuda);
-    // Collective: node-local dimensions by single copy where coll_themis_node_transport and
-    // the measurements choose it (coll_themis_node_transport.h); says what and why.
-    void setup_node_transport(mca_coll_themis_module_t *m, const std::vector<int> &node_of);
     // What the engine runs on: a wrapper of transport_, or transport_ itself.
     Transport &engine_transport();
 
+    mca_coll_themis_module_t *module_;
     ompi_communicator_t *comm_;
     RankLayout layout_;
     int position_;
+    std::string key_; // its group's (coll_themis_inherit.h)
+    const char *setup_source_ = "new";
     std::unique_ptr<Transport> transport_;
     std::unique_ptr<Transport> device_transport_; // device-direct mode: wraps transport_
     std::unique_ptr<Transport> node_transport_;   // single-copy node dimensions: wraps transport_
-    HostMemory memory_;
+    // Temporaries, shared by the live communicators of its group (coll_themis_inherit.h): a
+    // new one's first call then finds warm buffers.
+    std::shared_ptr<HostMemory> memory_ = std::make_shared<HostMemory>();
     std::unique_ptr<Engine> engine_;
     // Under MPI_THREAD_MULTIPLE one thread may start or run a collective on the
     // communicator while another's progress loop drives the calls in flight on it (MPI
@@ -167,7 +187,8 @@ class Context {
     PlanCache cache_;
     // The rate refinement (coll_themis_refine.h): none where no measured rate can be revised.
     std::unique_ptr<RateRefiner> refiner_;
-    RatesKept rates_kept_; // where the revised rates replace the measured ones
+    RatesKept rates_kept_;     // where the revised rates replace the measured ones
+    bool rates_known_ = false; // every bandwidth given, measured or cached (not a default)
     // Starts the agreement of a window a nonblocking call ended (start_refine_agreement()).
     std::function<ompi_request_t *(const double *, double *, int)> start_agreement_;
     ompi_request_t *agreement_ = nullptr; // in flight
@@ -204,6 +225,12 @@ class Context {
     std::vector<std::unique_ptr<Call>> pool_;
 };
 
+// The value of the themis info key `key` on `comm` ("" when unset).
+std::string info(ompi_communicator_t *comm, const char *key);
+// The value of a themis info key on `comm` (mca_coll_themis_info_keys), else `parameter`, the
+// value of the MCA parameter it overrides.
+int info_choice(ompi_communicator_t *comm, const char *key, int parameter);
+
 // Set by the info keys' subscription callback (coll_themis_module.c) each time Open MPI
 // hands it a themis info key's value (MPI_Comm_set_info, a communicator's creation):
 // contexts resolve their settings again on their next call.
@@ -212,9 +239,6 @@ uint64_t info_generation();
 // The module's context once its set-up ended; nullptr while it runs or when themis
 // declined the communicator.
 Context *context_of(const mca_coll_themis_module_t *module);
-
-// Set-up's agreement: true on every rank when `ok` is true on every rank (collective).
-bool all_agree(mca_coll_themis_module_t *m, ompi_communicator_t *comm, bool ok);
 
 // A running communicator's agreement (collective, from a blocking call on it): `n` doubles
 // reduced by `op` into `out` through the module below's allreduce; false if it failed.

@@ -2,11 +2,13 @@
 #include "coll_themis_crossover.h"
 
 #include <chrono>
+#include <cmath>
 #include <limits>
 #include <optional>
 #include <thread>
 
 #include "coll_themis_context.h"
+#include "coll_themis_inherit.h"
 #include "coll_themis_log.h"
 #include "coll_themis_test_hooks.h"
 #include "ompi/op/op.h"
@@ -14,6 +16,13 @@
 namespace themis {
 
 namespace {
+
+// The core's collective of a crossover collective (THEMIS_COLL_*, blocking).
+Collective collective_of(int collective) {
+    return collective == THEMIS_COLL_ALLREDUCE   ? Collective::AllReduce
+           : collective == THEMIS_COLL_ALLGATHER ? Collective::AllGather
+                                                 : Collective::ReduceScatter;
+}
 
 const char *collective_name(int collective) {
     static const char *const names[Crossover::kCollectives] = {"allreduce", "reduce_scatter",
@@ -56,14 +65,21 @@ Crossover::Step crossover_step(mca_coll_themis_module_t *m, int collective, size
     Crossover::Step step = crossover.step(collective, bytes);
     if (!step.agree) return step;
     const Crossover::Times agreed = agreed_times(m, crossover, collective, bytes);
-    step.runner = crossover.decide(collective, bytes, agreed);
-    LogEvent("crossover")
-        .add("coll", collective_name(collective))
+    Context &ctx = *context_of(m);
+    const double bound = ctx.below_lower_bound(collective_of(collective), bytes);
+    step.runner = crossover.decide(collective, bytes, agreed, bound);
+    if (!crossover.decided(collective, bytes)) return step; // the trial goes on
+    const bool tried = std::isfinite(agreed.below);
+    LogEvent event("crossover");
+    event.add("coll", collective_name(collective))
         .add("bytes", Crossover::bin_bytes(Crossover::bin_of(bytes)))
         .add("themis_ms", agreed.themis * 1e3, "%.3f")
         .add("below_ms", agreed.below * 1e3, "%.3f")
         .add("runs", step.runner == Crossover::Runner::kThemis ? "themis" : "below")
-        .emit(1, m->comm);
+        .add("decided_by", tried ? "trial" : "bound");
+    if (bound > 0) event.add("below_bound_ms", bound * 1e3, "%.3f");
+    event.emit(1, m->comm);
+    keep_group_decision(ctx.key(), collective, bytes, step.runner);
     return step;
 }
 

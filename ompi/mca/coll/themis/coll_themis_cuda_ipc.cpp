@@ -3,7 +3,7 @@
 // handles it exchanges cuda/ipc_handles.cpp.
 #include "coll_themis_cuda_ipc.h"
 #include "coll_themis_params.h"
-#include "coll_themis_setup_task.h"
+#include "coll_themis_agreement.h"
 
 #include <unistd.h>
 
@@ -42,7 +42,7 @@ bool ipc_probe(mca_coll_themis_module_t *m, ompi_communicator_t *comm, const Ran
         Export where;
     };
     constexpr size_t kBytes = 64;
-    const int size = ompi_comm_size(comm), me = ompi_comm_rank(comm);
+    const int me = ompi_comm_rank(comm);
     Probe mine{};
     mine.pid = int32_t(getpid());
     char *buf = nullptr;
@@ -59,8 +59,7 @@ bool ipc_probe(mca_coll_themis_module_t *m, ompi_communicator_t *comm, const Ran
     } catch (const std::exception &e) {
         failure = e.what();
     }
-    std::vector<Probe> all(static_cast<size_t>(size));
-    setup_allgather(m, &mine, all.data(), int(sizeof mine));
+    const std::vector<Probe> all = gather(m, mine);
     bool ok = mine.ok;
     for (const Probe &p : all) ok = ok && p.ok;
     // Read every node-dimension peer's buffer through its handle and check the pattern.
@@ -85,10 +84,9 @@ bool ipc_probe(mca_coll_themis_module_t *m, ompi_communicator_t *comm, const Ran
             failure = e.what();
         }
     }
-    int flag = ok ? 1 : 0, every = 0;
-    setup_allreduce(m, &flag, &every, 1, &ompi_mpi_int.dt, &ompi_mpi_op_min.op);
+    const bool every = all_agree(m, ok);
     if (buf) device_memory().release(buf, kBytes); // every peer is done reading it
-    if (every == 1) return true;
+    if (every) return true;
     if (!candidate)
         why = "this rank cannot (coll_themis_cuda_ipc=off, coll_themis_cuda not auto, no CUDA "
               "context, or a driver without IPC)";

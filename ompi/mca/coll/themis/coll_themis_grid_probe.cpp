@@ -27,13 +27,18 @@ namespace themis {
 namespace {
 
 constexpr int kDataTag = 0x7e51, kAckTag = 0x7e52; // on the set-up's private duplicate
-// One flow's transfer: kMinBytes at first, then as many as the first pair measured moves in
-// kTargetSeconds (at most kMaxBytes), so that two flows that start a few milliseconds apart
-// (each leaves when the step's agreement reaches its rank, on a busy machine later) still
-// overlap for most of their time.
+// One flow's transfer: what that flow moves in kTargetSeconds at its rate alone as measured so
+// far (a pair not measured yet: the first pair's), within kMinBytes and kMaxBytes, so that the
+// two flows of a probe, however their rates differ (4:1 on a network of 25 and 100 Mbit/s
+// links), end together and overlap for most of their time although each leaves when the step's
+// agreement reaches its rank (on a busy machine a few milliseconds apart). Sized by the first
+// pair alone, a 25 Mbit/s flow beside a 100 Mbit/s one ran 4 times as long as it, mostly alone,
+// and its link read as not shared. The first transfer of a pair (it connects and opens TCP's
+// window) moves kMinBytes, untimed. kMinBytes stays above twice the emulated links' 128 KiB
+// burst, which a transfer no larger would cross at the namespaces' own speed.
 constexpr size_t kMinBytes = 256 << 10, kMaxBytes = 16 << 20;
-constexpr double kTargetSeconds = 0.08;
-constexpr int kRepetitions = 5; // per measurement: the median is kept
+constexpr double kTargetSeconds = 0.025;
+constexpr int kRepetitions = 3; // per measurement: the median is kept
 // Sleeps between polls (below): a transfer's expected time over kPollsPerTransfer, within
 // these bounds. Polling ranks take the CPU from the network's own work: at 100 us the
 // emulated 2x2 network's node receiving 100 and 200 Mbit/s at once read 157-180 of the 200
@@ -60,19 +65,19 @@ class Prober {
     Prober(mca_coll_themis_module_t *m, ompi_communicator_t *comm, std::vector<int> leader)
         : m_(m), comm_(comm), leader_(std::move(leader)), me_(ompi_comm_rank(comm_)) {}
 
-    // Sizes the transfers from an agreed rate (bytes/s), the same on every rank.
-    void size_for(double rate) {
-        bytes_ = std::min(std::max(size_t(rate * kTargetSeconds), kMinBytes), kMaxBytes);
-        poll_sleep_us_ = std::clamp(double(bytes_) / rate / kPollsPerTransfer * 1e6,
-                                    kMinPollSleepMicroseconds, kMaxPollSleepMicroseconds);
+    // A flow of `rate` bytes/s (agreed): the bytes it moves in a step, the same on every rank.
+    static size_t bytes_for(double rate) {
+        return std::min(std::max(size_t(rate * kTargetSeconds), kMinBytes), kMaxBytes);
     }
 
-    // Every flow's rate (bytes/s), agreed; throws on a failure anywhere (every rank alike).
-    std::vector<double> step(const std::vector<std::pair<int, int>> &flows, bool timed) {
+    // Every flow's rate (bytes/s), agreed, each moving `bytes` (one per flow); throws on a
+    // failure anywhere (every rank alike).
+    std::vector<double> step(const std::vector<std::pair<int, int>> &flows,
+                             const std::vector<size_t> &bytes, bool timed) {
         std::vector<double> values(flows.size() + 1, 0.0);
         bool failed = false;
         try {
-            run(flows, values);
+            run(flows, bytes, values);
         } catch (const std::exception &) {
             failed = true;
         }
@@ -88,14 +93,21 @@ class Prober {
         return values;
     }
 
+    // Polls a step whose transfers take about `seconds` this often (see kPollsPerTransfer).
+    void expect_seconds(double seconds) {
+        poll_sleep_us_ = std::clamp(seconds / kPollsPerTransfer * 1e6, kMinPollSleepMicroseconds,
+                                    kMaxPollSleepMicroseconds);
+    }
+
   private:
     void check(int rc, const char *what) {
         if (rc != OMPI_SUCCESS) throw std::runtime_error(what);
     }
 
-    void run(const std::vector<std::pair<int, int>> &flows, std::vector<double> &rates) {
+    void run(const std::vector<std::pair<int, int>> &flows, const std::vector<size_t> &bytes,
+             std::vector<double> &rates) {
         struct Flow {
-            size_t index = 0;
+            size_t index = 0, bytes = 0;
             int peer = -1;
             bool sending = false;
             ompi_request_t *data = nullptr, *ack = nullptr;
@@ -111,25 +123,26 @@ class Prober {
                 if ((sending ? src : dst) != me_) continue;
                 Flow f;
                 f.index = i;
+                f.bytes = bytes[i];
                 f.peer = sending ? dst : src;
                 f.sending = sending;
                 mine.push_back(std::move(f));
             }
         }
         if (mine.empty()) return;
-        data_.resize(bytes_, 'p');
+        data_.resize(*std::max_element(bytes.begin(), bytes.end()), 'p');
         for (Flow &f : mine) {
             if (f.sending) {
                 check(MCA_PML_CALL(
                           irecv(&f.ack_byte, 1, &ompi_mpi_byte.dt, f.peer, kAckTag, comm_, &f.ack)),
                       "probe irecv");
                 f.start = Clock::now();
-                check(MCA_PML_CALL(isend(data_.data(), int(bytes_), &ompi_mpi_byte.dt, f.peer,
+                check(MCA_PML_CALL(isend(data_.data(), int(f.bytes), &ompi_mpi_byte.dt, f.peer,
                                          kDataTag, MCA_PML_BASE_SEND_STANDARD, comm_, &f.data)),
                       "probe isend");
             } else {
-                f.buffer.resize(bytes_);
-                check(MCA_PML_CALL(irecv(f.buffer.data(), int(bytes_), &ompi_mpi_byte.dt, f.peer,
+                f.buffer.resize(f.bytes);
+                check(MCA_PML_CALL(irecv(f.buffer.data(), int(f.bytes), &ompi_mpi_byte.dt, f.peer,
                                          kDataTag, comm_, &f.data)),
                       "probe irecv");
             }
@@ -159,7 +172,7 @@ class Prober {
                     ompi_request_free(&f.ack);
                     f.ack = nullptr;
                     f.acked = true;
-                    if (f.sending) rates[f.index] = double(bytes_) / since(f.start);
+                    if (f.sending) rates[f.index] = double(f.bytes) / since(f.start);
                 }
                 if (f.acked && f.data == nullptr) {
                     f.done = true;
@@ -174,7 +187,6 @@ class Prober {
     ompi_communicator_t *comm_;
     std::vector<int> leader_;
     int me_;
-    size_t bytes_ = kMinBytes;
     double poll_sleep_us_ = kFirstPollSleepMicroseconds;
     std::vector<char> data_;
 };
@@ -191,6 +203,7 @@ void agree_max_patiently(ompi_communicator_t *dup, std::vector<double> &values,
                                      &ompi_mpi_double.dt, &ompi_mpi_op_max.op, dup, &request,
                                      dup->c_coll->coll_iallreduce_module) != OMPI_SUCCESS)
         throw std::runtime_error("a probe's agreement failed to start");
+    count_setup_round();
     while (!REQUEST_COMPLETE(request)) {
         opal_progress();
         if (!REQUEST_COMPLETE(request)) usleep(useconds_t(poll_sleep_us));
@@ -208,10 +221,9 @@ class Measurer {
     Measurer(Prober &prober, ompi_communicator_t *comm) : prober_(prober), comm_(comm) {}
 
     double alone(int from, int to) {
-        if (!sized_) { // the transfer's size from the first pair's rate, then measured at it
-            sized_ = true;
-            prober_.size_for(median(sample({{from, to}})[0]));
-        }
+        // The first pair's rate at kMinBytes sizes every flow's transfer; measured again at
+        // that size, as every pair is.
+        if (typical_ == 0) typical_ = median(sample({{from, to}})[0]);
         std::vector<double> &known = alone_[{from, to}];
         if (known.empty()) known = sample({{from, to}})[0];
         return median(known);
@@ -248,17 +260,34 @@ class Measurer {
     }
 
   private:
-    // kRepetitions samples of each of `flows` run together (the first transfer of a pair
-    // connects and opens TCP's window: not timed).
+    // kRepetitions samples of each of `flows` run together, each flow sized by its rate alone
+    // so far (the first transfer of a pair connects and opens TCP's window: not timed).
     std::vector<std::vector<double>> sample(const std::vector<std::pair<int, int>> &flows) {
         for (const auto &f : flows)
-            if (warm_.insert(f).second) prober_.step({f}, false);
+            if (warm_.insert(f).second) {
+                prober_.expect_seconds(typical_ > 0 ? double(kMinBytes) / typical_ : 0.0);
+                prober_.step({f}, {kMinBytes}, false);
+            }
+        std::vector<size_t> bytes;
+        double longest = 0;
+        for (const auto &f : flows) {
+            const double rate = estimate(f);
+            bytes.push_back(rate > 0 ? Prober::bytes_for(rate) : kMinBytes);
+            if (rate > 0) longest = std::max(longest, double(bytes.back()) / rate);
+        }
+        prober_.expect_seconds(longest);
         std::vector<std::vector<double>> samples(flows.size());
         for (int r = 0; r < kRepetitions; ++r) {
-            const std::vector<double> got = prober_.step(flows, true);
+            const std::vector<double> got = prober_.step(flows, bytes, true);
             for (size_t i = 0; i < flows.size(); ++i) samples[i].push_back(got[i]);
         }
         return samples;
+    }
+
+    // A flow's rate alone so far: its own median, else the first pair's; 0 before any.
+    double estimate(const std::pair<int, int> &flow) const {
+        const auto known = alone_.find(flow);
+        return known != alone_.end() && !known->second.empty() ? median(known->second) : typical_;
     }
 
     static void append(std::vector<double> &to, const std::vector<double> &more) {
@@ -281,53 +310,25 @@ class Measurer {
     ompi_communicator_t *comm_;
     std::set<std::pair<int, int>> warm_;
     std::map<std::pair<int, int>, std::vector<double>> alone_; // each pair's samples alone
-    bool sized_ = false;
+    double typical_ = 0; // the first pair's rate alone (bytes/s): sizes pairs not yet measured
 };
 
-// True on every rank when every rank holds the same `text`.
-bool all_hold(mca_coll_themis_module_t *m, ompi_communicator_t *comm, const std::string &text,
-              bool have) {
-    Fnv1a h;
-    h.bytes(text.data(), text.size());
-    const uint64_t print = have ? h.digest() : 0;
-    std::vector<double> v = {double(print >> 32), double(print & 0xffffffffu), have ? 0.0 : 1.0};
-    std::vector<double> neg = {-v[0], -v[1]};
-    v.push_back(neg[0]);
-    v.push_back(neg[1]);
-    agree_max(m, comm, v);
-    return v[2] == 0 && v[0] == -v[3] && v[1] == -v[4];
-}
-
-bool file_named() { return params().calibration_file && params().calibration_file[0]; }
-
-// The grid an earlier job kept for these hosts in coll_themis_calibration_file; nothing
-// when none (a file that cannot be read is said by the calibration, which reads it next).
+// The grid an earlier job kept for these hosts in the calibration file; nothing when none.
 std::optional<GridResult> grid_in_file(const std::vector<std::string> &hosts) {
-    if (!file_named()) return std::nullopt;
-    try {
-        std::optional<GridResult> kept = cached_grid(
-            read_calibration_file(params().calibration_file), grid_key(hosts), int(hosts.size()));
-        if (kept && !kept->found)
-            kept->reason = "so kept by an earlier job (coll_themis_calibration_file)";
-        return kept;
-    } catch (const CalibrationFileError &) {
-        return std::nullopt;
-    }
-}
-
-// True on every rank when every rank holds the same grid, or the same "none" and why.
-bool all_hold(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
-              const std::optional<GridResult> &grid) {
-    return all_hold(m, comm, grid ? grid_text(*grid) + ' ' + grid->reason : std::string(),
-                    grid.has_value());
+    if (calibration_file().empty()) return std::nullopt;
+    std::optional<GridResult> kept =
+        cached_grid(read_kept_entries(), grid_key(hosts), int(hosts.size()));
+    if (kept && !kept->found)
+        kept->reason = "so kept by an earlier job (coll_themis_calibration_file)";
+    return kept;
 }
 
 // A finished search's grid (found or not) into the file, by one rank per node.
 void keep_in_file(ompi_communicator_t *comm, const std::vector<std::string> &hosts,
                   const GridResult &grid) {
-    if (!file_named() || !writes_for_node(comm)) return;
+    if (calibration_file().empty() || !writes_for_node(comm)) return;
     try {
-        write_grid_entry(params().calibration_file, grid_key(hosts), grid);
+        write_grid_entry(calibration_file(), grid_key(hosts), grid);
     } catch (const CalibrationFileError &e) {
         report_calibration_file_problem(e.what());
     }
@@ -335,37 +336,49 @@ void keep_in_file(ompi_communicator_t *comm, const std::vector<std::string> &hos
 
 } // namespace
 
+namespace {
+
+// The hosts in name order (GridSearch's keys) and each one's lowest rank, which measures.
+struct Hosts {
+    std::vector<std::string> names;
+    std::vector<int> leader;
+    std::string key; // the names, joined: the process memory's key
+};
+
+Hosts hosts_of(const std::vector<std::string> &host_of) {
+    std::map<std::string, int> leader_of;
+    for (int r = int(host_of.size()) - 1; r >= 0; --r) leader_of[host_of[r]] = r;
+    Hosts hosts;
+    for (const auto &[host, rank] : leader_of) {
+        hosts.names.push_back(host);
+        hosts.leader.push_back(rank);
+        hosts.key += host + '\n';
+    }
+    return hosts;
+}
+
+} // namespace
+
+std::optional<GridResult> known_grid(const std::vector<std::string> &host_of,
+                                     ProbeOutcome::Kept &kept) {
+    const Hosts hosts = hosts_of(host_of);
+    if (std::optional<GridResult> known = probed_grids.find(hosts.key)) {
+        kept = ProbeOutcome::Kept::Process;
+        return known;
+    }
+    std::optional<GridResult> filed = grid_in_file(hosts.names);
+    if (filed) kept = ProbeOutcome::Kept::File;
+    return filed;
+}
+
 ProbeOutcome probe_grid(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
                         const std::vector<std::string> &host_of, double budget_seconds) {
     const Clock::time_point start = Clock::now();
-    // The hosts in name order (GridSearch's keys), each measured by its lowest rank.
-    std::map<std::string, int> leader_of;
-    for (int r = int(host_of.size()) - 1; r >= 0; --r) leader_of[host_of[r]] = r;
-    std::vector<std::string> hosts;
-    std::vector<int> leader;
-    std::string key;
-    for (const auto &[host, rank] : leader_of) {
-        hosts.push_back(host);
-        leader.push_back(rank);
-        key += host + '\n';
-    }
-    const int nodes = int(hosts.size());
+    const Hosts hosts = hosts_of(host_of);
+    const int nodes = int(hosts.names.size());
     ProbeOutcome outcome;
-    const std::optional<GridResult> known = probed_grids.find(key);
-    if (all_hold(m, comm, known)) {
-        outcome.grid = *known;
-        outcome.kept = ProbeOutcome::Kept::Process;
-        return outcome;
-    }
-    const std::optional<GridResult> filed = grid_in_file(hosts);
-    if (all_hold(m, comm, filed)) {
-        outcome.grid = *filed;
-        outcome.kept = ProbeOutcome::Kept::File;
-        probed_grids.store(key, filed);
-        return outcome;
-    }
-    GridSearch search(nodes, hosts);
-    Prober prober(m, comm, leader);
+    GridSearch search(nodes, hosts.names);
+    Prober prober(m, comm, hosts.leader);
     Measurer measurer(prober, comm);
     std::string stopped;
     try {
@@ -391,13 +404,13 @@ ProbeOutcome probe_grid(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
     outcome.seconds = since(start);
     if (stopped.empty()) {
         outcome.grid = search.result();
-        keep_in_file(comm, hosts, outcome.grid); // not a failure or a budget run out
+        keep_in_file(comm, hosts.names, outcome.grid); // not a failure or a budget run out
     } else {
         outcome.grid = GridResult();
         outcome.grid.reason = stopped;
     }
     // No grid is remembered too: every communicator over these hosts would pay again.
-    probed_grids.store(key, outcome.grid);
+    probed_grids.store(hosts.key, outcome.grid);
     return outcome;
 }
 

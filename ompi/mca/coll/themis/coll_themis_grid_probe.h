@@ -5,12 +5,13 @@
 // One rank per host (its lowest) measures; every rank runs the same GridSearch on the same
 // agreed answers, so every rank finds the same grid or the same "none":
 //   a measurement  the flows a probe names (a Rate: one; an Out or In probe: its two flows
-//                  alone, then together), each a timed transfer (of what the first pair
-//                  moves in 80 ms, 256 KiB to 16 MiB: flows that start a few ms apart
-//                  must overlap for most of their time) from the
-//                  sending host's leader to the receiving host's, acknowledged by one byte
-//                  (the sender's time is the flow's), on the set-up's private duplicate;
-//                  repeated `repetitions` times, each repetition its own step;
+//                  alone, then together), each a timed transfer (of what that flow moves
+//                  alone in 25 ms, as measured so far, 256 KiB to 16 MiB: two flows that start
+//                  a few ms apart must overlap for most of their time, however their rates
+//                  differ) from the sending host's leader to the receiving host's,
+//                  acknowledged by one byte (the sender's time is the flow's), on the set-up's
+//                  private duplicate; repeated 3 times, each repetition its own step, the
+//                  median kept;
 //   agreed         after every step the rates, a failure flag and the time spent are reduced
 //                  (maximum) over all ranks: every rank holds the same medians, decides
 //                  `shared` alike (judge_sharing()) and stops alike when the budget
@@ -18,12 +19,13 @@
 //   remembered     in this process by the hosts (communicators over the same hosts probe
 //                  once) and, when a search finished (a grid or none, not a failure or a
 //                  budget run out), in coll_themis_calibration_file for later jobs on the
-//                  same hosts (calibration_file.h); either is used only when every rank
-//                  holds the same grid, the process's first.
+//                  same hosts (calibration_file.h): known_grid(), which the set-up uses only
+//                  when every rank knows the same grid (its second round agrees on it).
 #pragma once
 
 #include "coll_themis_prelude.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,8 +41,14 @@ struct ProbeOutcome {
     Kept kept = Kept::No;
 };
 
-// Collective over m's communicator; `comm`: the set-up's private duplicate, whose point-to-point
-// traffic the probes use. `host_of`: every rank's host name (rank order).
+// What this process knows of these hosts' grid without probing: its memory, else the file
+// (`kept` says which); nullopt when neither. `host_of`: every rank's host name (rank order).
+std::optional<GridResult> known_grid(const std::vector<std::string> &host_of,
+                                     ProbeOutcome::Kept &kept);
+
+// Collective over m's communicator: probes (all ranks: none knew the grid alike); `comm`: the
+// set-up's private duplicate, whose point-to-point traffic the probes use. The outcome is
+// remembered as known_grid() reads it.
 ProbeOutcome probe_grid(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
                         const std::vector<std::string> &host_of, double budget_seconds);
 

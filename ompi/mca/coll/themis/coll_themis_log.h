@@ -80,6 +80,14 @@
  *                                                 each came from (given, measured, cached,
  *                                                 default; one per dimension), the levels'
  *                                                 names
+ *   setup_end       state=ready|declined source=new|inherited|spare rounds=N seconds=S
+ *                                                 the set-up ended: where it came from (made
+ *                                                 now, an earlier communicator's of the same
+ *                                                 processes, a freed one's context taken
+ *                                                 over: coll_themis_inherit.h), its rounds
+ *                                                 (collective exchanges, the private
+ *                                                 duplicate's id agreement not counted) and
+ *                                                 this rank's seconds from its start
  * Level 1, while a communicator runs:
  *   rates           dims=SPEC factors=F0,F1,... calls=N why=TEXT
  *                                                 the measured rates were revised (the new
@@ -87,10 +95,13 @@
  *                                                 N blocking calls on themis
  *   (coll_themis_min_bytes unset, coll_themis_crossover.h:)
  *   crossover       coll=allreduce|reduce_scatter|reduce_scatter_block|allgather bytes=B
- *                   themis_ms=T below_ms=T runs=themis|below
- *                                                 a size bin's trial ended (B: its smallest
- *                                                 size): the agreed times, and where its
- *                                                 calls run from now on
+ *                   themis_ms=T below_ms=T runs=themis|below decided_by=trial|bound
+ *                   [below_bound_ms=T]
+ *                                                 a size bin is decided (B: its smallest
+ *                                                 size): the agreed times, where its calls
+ *                                                 run from now on, and whether a trial or
+ *                                                 the module below's least time (known where
+ *                                                 the rates are) decided it
  * Level 2:
  *   stats           coll=SLOT calls=N themis=M    when the communicator is freed (or at
  *                                                 MPI_Finalize): of N calls of SLOT
@@ -141,6 +152,7 @@ class LogEvent {
     LogEvent &add(const char *key, size_t value) { return add(key, (unsigned long long)value); }
     // A number in printf's FORMAT (for one double).
     LogEvent &add(const char *key, double value, const char *format);
+    const std::string &name() const { return event_; }
     // The line: "coll:themis:EVENT" and the keys (comm, cid, rank first where comm is given).
     std::string line(struct ompi_communicator_t *comm) const;
     // Writes the line at verbosity `level`: the one place every event line comes from.

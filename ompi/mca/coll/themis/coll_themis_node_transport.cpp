@@ -2,15 +2,16 @@
 // (see coll_themis_node_transport.h).
 #include "coll_themis_node_transport.h"
 #include "coll_themis_params.h"
-#include "coll_themis_setup_task.h"
 
 #include <unistd.h>
 
 #include <cstdio>
 
 #include "transports/cma_transport.h"
+#include "calibration_file.h"
 #include "coll_themis_calibrate.h"
 #include "coll_themis_op.h"
+#include "fnv1a.h"
 #include "transports/transport_choice.h"
 
 namespace themis {
@@ -32,69 +33,33 @@ LogEvent node_event(const std::vector<bool> &cma, const char *source) {
     return event;
 }
 
-// Collective: every rank reads a small buffer of each of its node peers through CMA and
-// checks what it read; true on every rank when all could (else `why`).
-bool peers_readable(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
-                    const RankLayout &layout, int position, const std::vector<bool> &node_dims,
-                    bool candidate, std::string &why) {
-    struct Probe {
-        uint64_t pattern[4];
-        uint64_t address;
-        int32_t pid;
-        int32_t ok;
-    };
-    const int me = ompi_comm_rank(comm);
-    Probe mine{};
-    for (uint64_t &v : mine.pattern) v = 0x746d6361ull ^ uint64_t(me);
-    mine.address = uint64_t(reinterpret_cast<uintptr_t>(mine.pattern));
-    mine.pid = int32_t(getpid());
-    mine.ok = candidate ? 1 : 0;
-    if (candidate) allow_peer_reads(); // before any peer tries
-    std::vector<Probe> all(size_t(ompi_comm_size(comm)));
-    setup_allgather(m, &mine, all.data(), int(sizeof mine));
-    bool ok = candidate;
-    if (!candidate) why = "this rank's transport is handed device memory";
-    for (int rank : peer_ranks(layout, position, node_dims)) {
-        if (!ok) break;
-        const Probe &peer = all[size_t(rank)];
-        uint64_t got[4] = {};
-        ok = peer.ok && cma_read(peer.pid, reinterpret_cast<const void *>(uintptr_t(peer.address)),
-                                 got, sizeof got, why);
-        for (uint64_t v : got)
-            if (ok && v != (0x746d6361ull ^ uint64_t(rank))) {
-                ok = false;
-                why = "a peer's memory read back wrong";
-            }
-        if (!peer.ok && why.empty()) why = "another rank's transport is handed device memory";
-    }
-    // Every peer is done reading `mine` once this returns on every rank.
-    std::vector<double> failed = {ok ? 0.0 : 1.0};
-    agree_max(m, comm, failed);
-    if (failed[0] == 0) return true;
-    if (ok) why = "another rank cannot read its node peers' memory";
-    return false;
-}
+uint64_t pattern_word(int rank) { return 0x746d6361ull ^ uint64_t(rank); }
 
 // Choices measured in this process, by process_key.
 ProcessMemo<std::vector<bool>> measured_choices;
 
+uint64_t fingerprint(const std::vector<bool> &dims) {
+    Fnv1a h;
+    h.value(dims.size());
+    for (bool d : dims) h.value(d);
+    return h.digest();
+}
+
 // Collective: per node dimension, single copy or not, measured (transport_choice.h);
 // `said` gets the event with the times.
-std::vector<bool> measured_choice(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
-                                  const NodeTransportSetup &setup,
-                                  const std::vector<bool> &node_dims,
-                                  std::optional<LogEvent> &said) {
-    CmaTransport cma(setup.base, node_dims);
+std::vector<bool> measured_choice(mca_coll_themis_module_t *m, const NodeTransportSetup &setup,
+                                  Transport &base, const std::vector<bool> &node_dims,
+                                  const PlanRequest &allreduce, std::optional<LogEvent> &said) {
+    CmaTransport cma(base, node_dims);
     TransportChoiceSettings settings;
-    settings.request = setup.allreduce;
+    settings.request = allreduce;
     settings.max_active = params().max_active;
     settings.max_active_bytes = params().max_active_bytes;
     OpReducer float_sum(&ompi_mpi_op_sum.op, &ompi_mpi_float.dt, sizeof(float));
     const std::vector<DimensionChoice> measured = choose_transports(
-        setup.layout.topology, setup.position, setup.base, cma, node_dims, float_sum,
-        [&](std::vector<double> &v) { agree_max(m, comm, v); }, settings);
-    const double mib =
-        double(setup.allreduce.block_counts[0] * setup.allreduce.element_size) / (1 << 20);
+        setup.layout.topology, setup.position, base, cma, node_dims, float_sum,
+        [&](std::vector<double> &v) { agree_max(m, v); }, settings);
+    const double mib = double(allreduce.block_counts[0] * allreduce.element_size) / (1 << 20);
     std::vector<bool> chosen(node_dims.size(), false);
     for (size_t d = 0; d < node_dims.size(); ++d)
         if (node_dims[d]) chosen[d] = measured[d].single_copy;
@@ -112,48 +77,120 @@ std::vector<bool> measured_choice(mca_coll_themis_module_t *m, ompi_communicator
 
 } // namespace
 
-std::unique_ptr<Transport> node_transport(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
-                                          const NodeTransportSetup &setup,
-                                          std::optional<LogEvent> &said) {
+CmaOffer::Record CmaOffer::offer(int rank, bool wanted) {
+    for (uint64_t &v : pattern) v = pattern_word(rank);
+    Record record;
+    record.address = uint64_t(reinterpret_cast<uintptr_t>(pattern));
+    record.pid = int32_t(getpid());
+    record.offered = wanted ? 1 : 0;
+    if (wanted) allow_peer_reads(); // before any peer tries: they read after the first round
+    return record;
+}
+
+NodeTransportQuestion::NodeTransportQuestion(ompi_communicator_t *comm,
+                                             const NodeTransportSetup &setup,
+                                             const std::vector<CmaOffer::Record> &records)
+    : comm_(comm), setup_(setup) {
+    if (setup.choice == THEMIS_NODE_TRANSPORT) return;
+    node_dims_ = node_local_dimensions(setup.layout, setup.node_of);
+    have_node_dims_ = !dimension_list(node_dims_).empty();
+    if (!have_node_dims_) return;
+    readable_ = true;
+    for (int rank : peer_ranks(setup.layout, setup.position, node_dims_)) {
+        const CmaOffer::Record &peer = records[size_t(rank)];
+        uint64_t got[4] = {};
+        if (!peer.offered) {
+            why_ = "another rank's coll_themis_node_transport is transport";
+            readable_ = false;
+            break;
+        }
+        readable_ = cma_read(peer.pid, reinterpret_cast<const void *>(uintptr_t(peer.address)), got,
+                             sizeof got, why_);
+        for (uint64_t v : got)
+            if (readable_ && v != pattern_word(rank)) {
+                readable_ = false;
+                why_ = "a peer's memory read back wrong";
+            }
+        if (!readable_) break;
+    }
+    if (setup.choice != THEMIS_NODE_AUTO) return;
+    known_ = measured_choices.find(process_key(comm, setup.layout, "node:" + setup.base_name));
+    if (known_.empty() && !calibration_file().empty())
+        known_ =
+            cached_node_choice(read_kept_entries(), file_key(), setup.layout.topology.num_dims())
+                .value_or(std::vector<bool>());
+    have_known_ = !known_.empty();
+}
+
+std::string NodeTransportQuestion::file_key() const {
+    return node_choice_key(calibration_key(setup_.layout.topology, setup_.host_at_position),
+                           setup_.base_name);
+}
+
+std::vector<bool> NodeTransportQuestion::expected() const {
+    if (!readable_) return {};
+    if (setup_.choice == THEMIS_NODE_CMA) return node_dims_;
+    return have_known_ ? known_ : std::vector<bool>();
+}
+
+void NodeTransportQuestion::ask(Agreement &agreement) {
+    same_choice_ = agreement.same(uint64_t(setup_.choice));
+    readable_everywhere_ = agreement.all(readable_ || !have_node_dims_);
+    same_known_ = agreement.same(have_known_ ? fingerprint(known_) : 0);
+    all_known_ = agreement.all(have_known_);
+}
+
+std::unique_ptr<Transport> NodeTransportQuestion::settle(mca_coll_themis_module_t *m,
+                                                         const Agreement &agreement,
+                                                         Transport &base, bool base_moves_device,
+                                                         const PlanRequest &allreduce,
+                                                         std::optional<LogEvent> &said) {
+    chosen_.clear();
     // Every rank decides alike, or the ranks would run different set-up collectives.
-    std::vector<double> choice = {double(setup.choice), -double(setup.choice)};
-    agree_max(m, comm, choice);
-    if (choice[0] != -choice[1]) {
+    if (!agreement.holds(same_choice_)) {
         said = LogEvent("mismatch");
         said->add("param", "coll_themis_node_transport").add("fallback", "transport");
         return nullptr;
     }
-    if (setup.choice == THEMIS_NODE_TRANSPORT) return nullptr;
-    const RankLayout &layout = setup.layout;
-    const std::vector<bool> node_dims = node_local_dimensions(layout, setup.node_of);
-    if (dimension_list(node_dims).empty()) return nullptr;
-    std::string why;
-    if (!peers_readable(m, comm, layout, setup.position, node_dims, !setup.base_moves_device,
-                        why)) {
+    if (setup_.choice == THEMIS_NODE_TRANSPORT || !have_node_dims_) return nullptr;
+    if (base_moves_device || !agreement.holds(readable_everywhere_)) {
+        const std::string why = base_moves_device ? "the transport is handed device memory"
+                                : readable_ ? "another rank cannot read its node peers' memory"
+                                            : why_;
         said = node_event({}, "unusable");
-        said->add("node_dims", dimension_list(node_dims)).add("why", why);
+        said->add("node_dims", dimension_list(node_dims_)).add("why", why);
         static bool shown = false; // asked for explicitly: say it once per job
-        if (!shown && setup.choice == THEMIS_NODE_CMA && mca_coll_themis_first_process())
+        if (!shown && setup_.choice == THEMIS_NODE_CMA && mca_coll_themis_first_process())
             mca_coll_themis_show_help("cma-unavailable", why.c_str());
         shown = true;
         return nullptr;
     }
-    if (setup.choice == THEMIS_NODE_CMA) {
-        said = node_event(node_dims, "asked");
-        return std::make_unique<CmaTransport>(setup.base, node_dims);
-    }
-    const std::string key = process_key(comm, layout, "node:" + setup.base_name);
-    std::vector<bool> chosen = measured_choices.find(key);
-    std::vector<double> missing = {chosen.empty() ? 1.0 : 0.0};
-    agree_max(m, comm, missing);
-    if (missing[0] == 0) {
-        said = node_event(chosen, "remembered");
+    if (setup_.choice == THEMIS_NODE_CMA) {
+        said = node_event(node_dims_, "asked");
+        chosen_ = node_dims_;
+    } else if (agreement.holds(all_known_) && agreement.holds(same_known_)) {
+        said = node_event(known_, "remembered");
+        chosen_ = known_;
+        measured_ = true;
     } else {
-        chosen = measured_choice(m, comm, setup, node_dims, said);
-        measured_choices.store(key, chosen);
+        measured_ = true;
+        chosen_ = measured_choice(m, setup_, base, node_dims_, allreduce, said);
+        measured_choices.store(process_key(comm_, setup_.layout, "node:" + setup_.base_name),
+                               chosen_);
+        if (!calibration_file().empty() && writes_for_node(comm_)) {
+            try {
+                write_node_choice(calibration_file(), file_key(), chosen_);
+            } catch (const CalibrationFileError &e) {
+                report_calibration_file_problem(e.what());
+            }
+        }
     }
-    if (dimension_list(chosen).empty()) return nullptr;
-    return std::make_unique<CmaTransport>(setup.base, chosen);
+    if (dimension_list(chosen_).empty()) return nullptr;
+    return std::make_unique<CmaTransport>(base, chosen_);
+}
+
+LogEvent remembered_node_event(const std::vector<bool> &cma) {
+    return node_event(cma, "remembered");
 }
 
 } // namespace themis

@@ -3,12 +3,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "coll_themis_context.h"
 #include "coll_themis_log.h"
 #include "coll_themis_params.h"
-#include "coll_themis_setup_task.h"
 #include "ompi/op/op.h"
 
 namespace themis {
@@ -41,21 +41,30 @@ double agreement_seconds(const Topology &topo) {
 
 } // namespace
 
-std::unique_ptr<RateRefiner> make_refiner(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
-                                          const CalibratedTopology &rates) {
-    // Every rank must count the same windows and decide alike: the settings agreed first.
-    const double calls = params().refine_calls, threshold = params().refine_threshold;
-    const double mine[4] = {calls, -calls, threshold, -threshold};
-    double most[4] = {0, 0, 0, 0};
-    setup_allreduce(m, mine, most, 4, &ompi_mpi_double.dt, &ompi_mpi_op_max.op);
-    if (most[0] != -most[1] || most[2] != -most[3]) {
-        LogEvent("mismatch")
-            .add("param",
-                 most[0] != -most[1] ? "coll_themis_refine_calls" : "coll_themis_refine_threshold")
-            .add("fallback", "no_refinement")
-            .emit(1, comm);
+void RefineQuestion::ask(Agreement &agreement) {
+    same_calls_ = agreement.same(uint64_t(params().refine_calls));
+    uint64_t threshold = 0;
+    static_assert(sizeof threshold == sizeof params().refine_threshold, "a double's bits");
+    std::memcpy(&threshold, &params().refine_threshold, sizeof threshold);
+    same_threshold_ = agreement.same(threshold);
+}
+
+std::unique_ptr<RateRefiner> RefineQuestion::settle(const Agreement &agreement,
+                                                    const CalibratedTopology &rates,
+                                                    std::optional<LogEvent> &said) const {
+    if (!agreement.holds(same_calls_) || !agreement.holds(same_threshold_)) {
+        said = LogEvent("mismatch");
+        said->add("param", agreement.holds(same_calls_) ? "coll_themis_refine_threshold"
+                                                        : "coll_themis_refine_calls")
+            .add("fallback", "no_refinement");
         return nullptr;
     }
+    return make_refiner(rates);
+}
+
+std::unique_ptr<RateRefiner> make_refiner(const CalibratedTopology &rates) {
+    const int calls = params().refine_calls;
+    const double threshold = params().refine_threshold;
     std::vector<bool> fixed;
     bool any = false;
     for (RateSource source : rates.bandwidth_source) {
@@ -63,7 +72,7 @@ std::unique_ptr<RateRefiner> make_refiner(mca_coll_themis_module_t *m, ompi_comm
         any = any || !fixed.back();
     }
     if (!any || calls <= 0 || threshold <= 0) return nullptr;
-    return std::make_unique<RateRefiner>(rates.topology.num_dims(), int(calls),
+    return std::make_unique<RateRefiner>(rates.topology.num_dims(), calls,
                                          kWindowAgreements * agreement_seconds(rates.topology),
                                          threshold, std::move(fixed));
 }

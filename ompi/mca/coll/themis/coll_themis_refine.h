@@ -19,9 +19,12 @@
 #include "coll_themis_prelude.h"
 
 #include <memory>
+#include <optional>
 
 #include "coll_themis.h"
+#include "coll_themis_agreement.h"
 #include "coll_themis_calibrate.h"
+#include "coll_themis_log.h"
 #include "plan.h"
 #include "rate_refiner.h"
 #include "scheduler.h"
@@ -30,11 +33,24 @@ namespace themis {
 
 class Context;
 
-// Collective, at set-up: the refiner of a communicator planned from `rates`, or nullptr:
-// refinement off (either parameter 0), no measured or cached rate to revise, or the ranks
-// given different settings (event "mismatch", the fallback: off on every rank).
-std::unique_ptr<RateRefiner> make_refiner(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
-                                          const CalibratedTopology &rates);
+// The refinement's settings, asked in the set-up's second round (coll_themis_agreement.h):
+// every rank must count the same windows and decide alike, so ranks given different values
+// all go without (the event mismatch).
+class RefineQuestion {
+  public:
+    void ask(Agreement &agreement);
+    // After the agreement: the refiner of a communicator planned from `rates`, or nullptr:
+    // refinement off (either parameter 0), no measured or cached rate to revise, or the ranks
+    // given different settings (then `said` gets the event mismatch).
+    std::unique_ptr<RateRefiner> settle(const Agreement &agreement, const CalibratedTopology &rates,
+                                        std::optional<LogEvent> &said) const;
+
+  private:
+    Agreement::Slot same_calls_ = 0, same_threshold_ = 0;
+};
+
+// The refiner of a communicator whose settings were agreed before (an inheriting one).
+std::unique_ptr<RateRefiner> make_refiner(const CalibratedTopology &rates);
 
 // Whether a call run by `plan` (its collective, bytes and predicted time) on `topo` tells its
 // links' rates: an All-Reduce large enough for the links, not the transport's buffers, and

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -134,6 +135,8 @@ struct SetupTask {
     mca_coll_themis_module_t *m;
     ompi_communicator_t *comm;
     bool device_buffers;
+    std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+    int rounds = 0; // its collective exchanges (count_setup_round)
     std::thread::id owner = std::this_thread::get_id();
     std::unique_ptr<Fiber> fiber;
     std::unique_ptr<Context> result;
@@ -150,16 +153,16 @@ std::vector<std::unique_ptr<SetupTask>> &tasks() {
     static std::vector<std::unique_ptr<SetupTask>> all;
     return all;
 }
-bool registered = false; // the progress callback
+bool registered = false;                   // the progress callback
+thread_local SetupTask *resumed = nullptr; // the task this thread runs, while it runs
 // Tasks in the list: the progress callback, called on every poll of the whole process,
 // returns at once without the lock while there are none.
 std::atomic<int> task_count{0};
 
-// The task's body: the private duplicate, then the set-up proper; every failure ends in
-// a declined communicator (said by Context::create, or here).
+// The task's body: the set-up (Context::create makes the private duplicate where it needs
+// one); every failure ends in a declined communicator (said by Context::create, or here).
 void run_setup(SetupTask &task) {
     try {
-        task.m->context->dup = private_duplicate(task.comm);
         task.result = Context::create(task.m, task.comm, task.device_buffers);
     } catch (const std::exception &e) {
         LogEvent("declined")
@@ -183,6 +186,14 @@ void conclude(SetupTask &task) {
         m->setup_state = state.context ? THEMIS_SETUP_READY : THEMIS_SETUP_DECLINED;
         held.swap(task.held);
     }
+    LogEvent("setup_end")
+        .add("state", state.context ? "ready" : "declined")
+        .add("source", state.context ? state.context->setup_source() : "new")
+        .add("rounds", task.rounds)
+        .add("seconds",
+             std::chrono::duration<double>(std::chrono::steady_clock::now() - task.start).count(),
+             "%.6f")
+        .emit(1, task.comm);
     if (!held.empty())
         LogEvent("held")
             .add("calls", held.size())
@@ -197,7 +208,9 @@ bool advance(SetupTask &task) {
 #if THEMIS_HAVE_CUDA
     cuda::ContextScope scope(task.cuda_context);
 #endif
+    resumed = &task;
     task.fiber->resume();
+    resumed = nullptr;
     return task.fiber->done();
 }
 
@@ -312,7 +325,12 @@ void hold_until_setup(mca_coll_themis_module_t *m, Call &call, Launch launch) {
     call.launch(); // it ended meanwhile (another thread)
 }
 
+void count_setup_round() {
+    if (resumed) ++resumed->rounds;
+}
+
 void setup_wait(ompi_request_t *request, const char *what) {
+    count_setup_round();
     while (!REQUEST_COMPLETE(request)) opal_progress();
     const int rc = request->req_status.MPI_ERROR;
     ompi_request_free(&request);

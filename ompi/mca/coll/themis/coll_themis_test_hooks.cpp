@@ -1,5 +1,5 @@
-// coll_themis_test_hooks.cpp: the test hooks' environment and the batch system's variables,
-// read once (see the header).
+// coll_themis_test_hooks.cpp: the test hooks' environment, the batch system's variables and
+// the user's directories, read once (see the header).
 #include "coll_themis_test_hooks.h"
 
 #include <cstdio>
@@ -43,6 +43,17 @@ const SlurmEnv &slurm_env() {
         return e;
     }();
     return env;
+}
+
+const UserDirs &user_dirs() {
+    static const UserDirs dirs = [] {
+        auto value = [](const char *name) {
+            const char *v = std::getenv(name);
+            return std::string(v ? v : "");
+        };
+        return UserDirs{value("XDG_CACHE_HOME"), value("HOME")};
+    }();
+    return dirs;
 }
 
 } // namespace themis

@@ -4,7 +4,8 @@
 // per process. Never set them in production.
 //
 // It is also the one place that reads the environment at all (test_hooks_in_one_file):
-// the batch system's variables themis uses (slurm_env) are read here, once per process.
+// the batch system's variables themis uses (slurm_env) and the user's directories
+// (user_dirs) are read here, once per process.
 #pragma once
 
 #include <string>
@@ -38,5 +39,13 @@ struct SlurmEnv {
 };
 
 const SlurmEnv &slurm_env();
+
+// XDG_CACHE_HOME and HOME, where the calibration file goes by default
+// (coll_themis_calibration_file auto); "" where unset.
+struct UserDirs {
+    std::string xdg_cache_home, home;
+};
+
+const UserDirs &user_dirs();
 
 } // namespace themis

@@ -32,13 +32,19 @@ void check(int rc, const char *what) {
 
 PmlTransport::PmlTransport(ompi_communicator_t *comm, const RankLayout &layout, int my_position,
                            std::vector<size_t> part_bytes)
-    : comm_(comm), layout_(layout), my_position_(my_position), part_bytes_(std::move(part_bytes)) {
+    : comm_(comm), part_bytes_(std::move(part_bytes)) {
     for (size_t &bytes : part_bytes_)
         bytes = bytes == 0 ? kMaxPartBytes : std::min(bytes, kMaxPartBytes);
+    const Topology &topo = layout.topology;
+    for (int d = 0; d < topo.num_dims(); ++d) {
+        rank_of_peer_.emplace_back();
+        for (int c = 0; c < topo.dim(d).peers; ++c)
+            rank_of_peer_.back().push_back(layout.rank_at[topo.with_coord(my_position, d, c)]);
+    }
 }
 
 int PmlTransport::peer_rank(int dim, int peer) const {
-    return layout_.rank_at[layout_.topology.with_coord(my_position_, dim, peer)];
+    return rank_of_peer_[size_t(dim)][size_t(peer)];
 }
 
 int PmlTransport::wire_tag(int dim, int tag) { return (dim << kTagBits) | tag; }

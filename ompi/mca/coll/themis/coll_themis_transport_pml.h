@@ -44,10 +44,9 @@ class PmlTransport : public Transport {
     template <typename Post> Request post_parts(size_t bytes, size_t part_bytes, Post post);
 
     ompi_communicator_t *comm_;
-    const RankLayout &layout_;
-    int my_position_;
-    std::vector<size_t> part_bytes_;            // per dimension
-    std::vector<std::unique_ptr<Parts>> spare_; // requests of completed messages
+    std::vector<std::vector<int>> rank_of_peer_; // per dimension and coordinate: its rank
+    std::vector<size_t> part_bytes_;             // per dimension
+    std::vector<std::unique_ptr<Parts>> spare_;  // requests of completed messages
 };
 
 // The largest message Open MPI's ob1 sends to `rank` of `comm` without a rendezvous

@@ -1,11 +1,10 @@
-// coll_themis_ucx.cpp: the process's UCX worker and address exchange.
+// coll_themis_ucx.cpp: the process's UCX worker and the endpoints to a communicator's peers.
 #include "coll_themis_ucx.h"
-#include "coll_themis_context.h"
-#include "coll_themis_setup_task.h"
 
 #include <algorithm>
 #include <stdexcept>
 
+#include "coll_themis_compat.h"
 #include "ompi/runtime/mpiruntime.h"
 #include "opal/runtime/opal_progress.h"
 
@@ -28,13 +27,6 @@ int progress_ucx() {
     return static_cast<int>(process_ucx.worker->progress());
 }
 
-template <typename T> std::vector<T>
-allgather(mca_coll_themis_module_t *m, ompi_communicator_t *comm, const T *mine, int count) {
-    std::vector<T> all(static_cast<size_t>(count) * ompi_comm_size(comm));
-    setup_allgather(m, mine, all.data(), count * int(sizeof(T)));
-    return all;
-}
-
 } // namespace
 
 UcxWorker *process_ucx_worker(std::string &why) {
@@ -55,27 +47,17 @@ UcxWorker *process_ucx_worker(std::string &why) {
     return process_ucx.worker.get();
 }
 
-std::unique_ptr<UcxTransport> connect_ucx(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
-                                          UcxWorker &worker, const RankLayout &layout,
-                                          int position) {
-    const int n = ompi_comm_size(comm);
-    const int mine = static_cast<int>(worker.address().size());
-    const std::vector<int> lengths = allgather(m, comm, &mine, 1);
-    const int longest = *std::max_element(lengths.begin(), lengths.end());
-    std::vector<char> padded(worker.address());
-    padded.resize(longest);
-    const std::vector<char> all = allgather(m, comm, padded.data(), longest);
-
+std::unique_ptr<UcxTransport> connect_ucx(ompi_communicator_t *comm, UcxWorker &worker,
+                                          const RankLayout &layout, int position,
+                                          const std::vector<std::vector<char>> &address_of) {
     // Endpoints only to the peers of this rank's dimension groups.
     const Topology &topo = layout.topology;
-    std::vector<ucp_ep_h> endpoint_at(n, nullptr);
+    std::vector<ucp_ep_h> endpoint_at(size_t(topo.size()), nullptr);
     for (int d = 0; d < topo.num_dims(); ++d) {
         for (int j = 0; j < topo.dim(d).peers; ++j) {
             const int q = topo.with_coord(position, d, j);
             if (q == position || endpoint_at[q]) continue;
-            const int rank = layout.rank_at[q];
-            const char *addr = all.data() + static_cast<size_t>(rank) * longest;
-            endpoint_at[q] = worker.endpoint(std::vector<char>(addr, addr + lengths[rank]));
+            endpoint_at[q] = worker.endpoint(address_of.at(size_t(layout.rank_at[q])));
         }
     }
     // Idle: Open MPI's progress engine, which also yields the core when oversubscribed.

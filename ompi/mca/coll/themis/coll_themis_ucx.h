@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "coll_themis.h"
 #include "rank_layout.h"
@@ -16,10 +17,11 @@ namespace themis {
 // The process's worker; nullptr (reason in `why`) when UCX cannot start here.
 UcxWorker *process_ucx_worker(std::string &why);
 
-// Exchanges worker addresses over `comm` (through the previous module's allgather) and
-// connects to the peers of this rank's dimension groups. Collective.
-std::unique_ptr<UcxTransport> connect_ucx(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
-                                          UcxWorker &worker, const RankLayout &layout,
-                                          int position);
+// Connects to the peers of this rank's dimension groups at their workers' addresses
+// (`address_of`: every communicator rank's). Local (the worker keeps one endpoint per remote
+// address, so communicators of the same processes share them); throws on a UCX error.
+std::unique_ptr<UcxTransport> connect_ucx(ompi_communicator_t *comm, UcxWorker &worker,
+                                          const RankLayout &layout, int position,
+                                          const std::vector<std::vector<char>> &address_of);
 
 } // namespace themis
