@@ -28,15 +28,13 @@ namespace {
 
 constexpr int kDataTag = 0x7e51, kAckTag = 0x7e52; // on the set-up's private duplicate
 // One flow's transfer: what that flow moves in kTargetSeconds at its rate alone as measured so
-// far (a pair not measured yet: the first pair's), within kMinBytes and kMaxBytes, so that the
-// two flows of a probe, however their rates differ (4:1 on a network of 25 and 100 Mbit/s
-// links), end together and overlap for most of their time although each leaves when the step's
-// agreement reaches its rank (on a busy machine a few milliseconds apart). Sized by the first
-// pair alone, a 25 Mbit/s flow beside a 100 Mbit/s one ran 4 times as long as it, mostly alone,
-// and its link read as not shared. The first transfer of a pair (it connects and opens TCP's
-// window) moves kMinBytes, untimed. kMinBytes stays above twice the emulated links' 128 KiB
-// burst, which a transfer no larger would cross at the namespaces' own speed.
-constexpr size_t kMinBytes = 256 << 10, kMaxBytes = 16 << 20;
+// far (a pair not measured yet: the first pair's), at least kMinBytes (and then every flow of
+// the step as long as that takes the slowest), at most kMaxBytes, so that the two flows of a
+// probe, however their rates differ (4:1 on a network of 25 and 100 Mbit/s links), run about
+// as long. A flow's transfers stream back to back (Prober::run): only its first, untimed, meets
+// a shaper's burst or TCP's slow start, so the transfers may be short; kMinBytes only keeps one
+// above the TCP BTL's eager limit (a rendezvous, as large messages are).
+constexpr size_t kMinBytes = 128 << 10, kMaxBytes = 16 << 20;
 constexpr double kTargetSeconds = 0.025;
 constexpr int kRepetitions = 3; // per measurement: the median is kept
 // Sleeps between polls (below): a transfer's expected time over kPollsPerTransfer, within
@@ -65,19 +63,21 @@ class Prober {
     Prober(mca_coll_themis_module_t *m, ompi_communicator_t *comm, std::vector<int> leader)
         : m_(m), comm_(comm), leader_(std::move(leader)), me_(ompi_comm_rank(comm_)) {}
 
-    // A flow of `rate` bytes/s (agreed): the bytes it moves in a step, the same on every rank.
-    static size_t bytes_for(double rate) {
-        return std::min(std::max(size_t(rate * kTargetSeconds), kMinBytes), kMaxBytes);
+    // A flow of `rate` bytes/s (agreed): the bytes it moves in a step of `seconds`, the same on
+    // every rank.
+    static size_t bytes_for(double rate, double seconds) {
+        return std::min(std::max(size_t(rate * seconds), kMinBytes), kMaxBytes);
     }
 
-    // Every flow's rate (bytes/s), agreed, each moving `bytes` (one per flow); throws on a
-    // failure anywhere (every rank alike).
-    std::vector<double> step(const std::vector<std::pair<int, int>> &flows,
-                             const std::vector<size_t> &bytes, bool timed) {
-        std::vector<double> values(flows.size() + 1, 0.0);
+    // Every flow's rates (bytes/s), `repetitions` each, agreed; each flow moving `bytes` (one per
+    // flow) repetitions + 1 times back to back, the first untimed; throws on a failure anywhere
+    // (every rank alike).
+    std::vector<std::vector<double>> measure(const std::vector<std::pair<int, int>> &flows,
+                                             const std::vector<size_t> &bytes, int repetitions) {
+        std::vector<double> values(flows.size() * size_t(repetitions) + 1, 0.0);
         bool failed = false;
         try {
-            run(flows, bytes, values);
+            run(flows, bytes, repetitions, values);
         } catch (const std::exception &) {
             failed = true;
         }
@@ -85,15 +85,18 @@ class Prober {
         values.back() = failed ? 1 : 0;
         agree_max_patiently(comm_, values, poll_sleep_us_);
         if (values.back() != 0) throw std::runtime_error("a probe failed on some rank");
-        values.pop_back();
-        if (timed)
-            for (double v : values)
+        std::vector<std::vector<double>> rates(flows.size());
+        for (size_t i = 0; i < flows.size(); ++i)
+            for (int r = 0; r < repetitions; ++r) {
+                const double v = values[i * size_t(repetitions) + size_t(r)];
                 if (!(v > 0 && std::isfinite(v)))
                     throw std::runtime_error("a probe measured no rate");
-        return values;
+                rates[i].push_back(v);
+            }
+        return rates;
     }
 
-    // Polls a step whose transfers take about `seconds` this often (see kPollsPerTransfer).
+    // Polls transfers that take about `seconds` this often (see kPollsPerTransfer).
     void expect_seconds(double seconds) {
         poll_sleep_us_ = std::clamp(seconds / kPollsPerTransfer * 1e6, kMinPollSleepMicroseconds,
                                     kMaxPollSleepMicroseconds);
@@ -104,18 +107,36 @@ class Prober {
         if (rc != OMPI_SUCCESS) throw std::runtime_error(what);
     }
 
+    // Each flow streams its transfers back to back, each acknowledged by one byte; the sender
+    // times each from its start to the acknowledgement and starts the next at once. The first
+    // of a stream connects a new pair, opens TCP's window and spends what a shaper lets through
+    // in a burst after an idle moment (the emulated links' 128 KiB token bucket): not timed.
+    // Without a pause between the others, no link idles long enough to refill that burst. And a
+    // flow goes on streaming, untimed, until every flow of the step has had its timed
+    // transfers, so that each one's are timed against the others' traffic however the link
+    // shares out: decided by the node common to the step's flows (their receiver, which says
+    // so in its acknowledgements; else their sender, which ends a stream with an empty
+    // message). (Timed one step at a time, a 25 Mbit/s flow whose partner ran longer idled
+    // meanwhile and read up to 35; with a fixed count each, a forwarded flow starved by the
+    // other's TCP on their shared link took its first transfer's time to start, and the two
+    // timed runs barely met: both links read as not shared.)
     void run(const std::vector<std::pair<int, int>> &flows, const std::vector<size_t> &bytes,
-             std::vector<double> &rates) {
+             int repetitions, std::vector<double> &rates) {
         struct Flow {
             size_t index = 0, bytes = 0;
             int peer = -1;
             bool sending = false;
+            int done = 0; // transfers completed (the first untimed, then `repetitions` timed)
+            bool ended = false;
             ompi_request_t *data = nullptr, *ack = nullptr;
             Clock::time_point start;
             std::vector<char> buffer;
-            char ack_byte = 0;
-            bool done = false, acked = false;
+            char flag = 0; // in an acknowledgement: 1 send another, 0 stop
         };
+        const int transfers = repetitions + 1;
+        const bool receiver_decides = std::all_of(flows.begin(), flows.end(), [&](const auto &f) {
+            return f.second == flows.front().second;
+        });
         std::vector<Flow> mine;
         for (size_t i = 0; i < flows.size(); ++i) {
             const int src = leader_[flows[i].first], dst = leader_[flows[i].second];
@@ -131,23 +152,44 @@ class Prober {
         }
         if (mine.empty()) return;
         data_.resize(*std::max_element(bytes.begin(), bytes.end()), 'p');
-        for (Flow &f : mine) {
+        // Whether flow f sends another transfer (on the deciding node, which takes part in
+        // every flow of the step).
+        auto more = [&](const Flow &f) {
+            return f.done < transfers || std::any_of(mine.begin(), mine.end(), [&](const Flow &o) {
+                       return o.done < transfers;
+                   });
+        };
+        auto send = [&](Flow &f, const void *at, size_t n, int tag, ompi_request_t **r) {
+            check(MCA_PML_CALL(isend(at, int(n), &ompi_mpi_byte.dt, f.peer, tag,
+                                     MCA_PML_BASE_SEND_STANDARD, comm_, r)),
+                  "probe isend");
+        };
+        auto post = [&](Flow &f) {
             if (f.sending) {
                 check(MCA_PML_CALL(
-                          irecv(&f.ack_byte, 1, &ompi_mpi_byte.dt, f.peer, kAckTag, comm_, &f.ack)),
+                          irecv(&f.flag, 1, &ompi_mpi_byte.dt, f.peer, kAckTag, comm_, &f.ack)),
                       "probe irecv");
                 f.start = Clock::now();
-                check(MCA_PML_CALL(isend(data_.data(), int(f.bytes), &ompi_mpi_byte.dt, f.peer,
-                                         kDataTag, MCA_PML_BASE_SEND_STANDARD, comm_, &f.data)),
-                      "probe isend");
+                send(f, data_.data(), f.bytes, kDataTag, &f.data);
             } else {
                 f.buffer.resize(f.bytes);
                 check(MCA_PML_CALL(irecv(f.buffer.data(), int(f.bytes), &ompi_mpi_byte.dt, f.peer,
                                          kDataTag, comm_, &f.data)),
                       "probe irecv");
             }
-        }
+        };
         bool error = false;
+        auto finished = [&error](ompi_request_t *&r) {
+            if (!r || !REQUEST_COMPLETE(r)) return false;
+            error |= r->req_status.MPI_ERROR != OMPI_SUCCESS;
+            ompi_request_free(&r);
+            r = nullptr;
+            return true;
+        };
+        auto wait = [&](ompi_request_t *&r) {
+            while (r && !finished(r)) opal_progress();
+        };
+        for (Flow &f : mine) post(f);
         // Short sleeps between polls: the kernel's socket buffers move the data meanwhile, and
         // the CPU stays with the network's own work (busy-polling ranks on a crowded machine
         // make a host that receives two flows look like a shared link).
@@ -155,29 +197,46 @@ class Prober {
             opal_progress();
             usleep(useconds_t(poll_sleep_us_));
             for (Flow &f : mine) {
-                if (f.done) continue;
-                if (f.data && REQUEST_COMPLETE(f.data)) {
-                    error |= f.data->req_status.MPI_ERROR != OMPI_SUCCESS;
-                    ompi_request_free(&f.data);
-                    f.data = nullptr;
-                    if (!f.sending) { // the data are in: acknowledge them (also after an error,
-                                      // so that the sender never waits forever)
-                        check(MCA_PML_CALL(isend(&f.ack_byte, 1, &ompi_mpi_byte.dt, f.peer, kAckTag,
-                                                 MCA_PML_BASE_SEND_STANDARD, comm_, &f.ack)),
-                              "probe isend");
+                if (f.ended) continue;
+                if (f.sending) {
+                    finished(f.data);
+                    if (!finished(f.ack)) continue;
+                    if (f.done >= 1 && f.done <= repetitions)
+                        rates[f.index * size_t(repetitions) + size_t(f.done - 1)] =
+                            double(f.bytes) / since(f.start);
+                    wait(f.data); // acknowledged: sent
+                    ++f.done;
+                    if (receiver_decides ? f.flag != 0 : more(f)) {
+                        post(f);
+                        continue;
+                    }
+                    if (!receiver_decides) { // the receiver's end: an empty message
+                        ompi_request_t *end = nullptr;
+                        send(f, data_.data(), 0, kDataTag, &end);
+                        wait(end);
+                    }
+                } else {
+                    if (!f.data || !REQUEST_COMPLETE(f.data)) continue;
+                    const size_t got = f.data->req_status._ucount;
+                    finished(f.data);
+                    if (!receiver_decides && got == 0) { // the sender's end
+                        f.ended = true;
+                        --left;
+                        continue;
+                    }
+                    ++f.done;
+                    // Acknowledged also after an error, so that the sender never waits forever.
+                    f.flag = receiver_decides ? char(more(f)) : 1;
+                    ompi_request_t *ack = nullptr;
+                    send(f, &f.flag, 1, kAckTag, &ack);
+                    wait(ack);
+                    if (!receiver_decides || f.flag) { // the next transfer, or the sender's end
+                        post(f);
+                        continue;
                     }
                 }
-                if (f.ack && REQUEST_COMPLETE(f.ack)) {
-                    error |= f.ack->req_status.MPI_ERROR != OMPI_SUCCESS;
-                    ompi_request_free(&f.ack);
-                    f.ack = nullptr;
-                    f.acked = true;
-                    if (f.sending) rates[f.index] = double(f.bytes) / since(f.start);
-                }
-                if (f.acked && f.data == nullptr) {
-                    f.done = true;
-                    --left;
-                }
+                f.ended = true;
+                --left;
             }
         }
         if (error) throw std::runtime_error("a probe's transfer failed");
@@ -214,8 +273,9 @@ void agree_max_patiently(ompi_communicator_t *dup, std::vector<double> &values,
     values = all;
 }
 
-// Answers GridSearch's probes by measuring: kRepetitions steps per measurement, medians
-// kept; a sharing answer near the threshold is measured again before it is given.
+// Answers GridSearch's probes by measuring: kRepetitions timed transfers per flow and
+// measurement, medians kept; a sharing answer near the threshold is measured again before it is
+// given.
 class Measurer {
   public:
     Measurer(Prober &prober, ompi_communicator_t *comm) : prober_(prober), comm_(comm) {}
@@ -263,25 +323,16 @@ class Measurer {
     // kRepetitions samples of each of `flows` run together, each flow sized by its rate alone
     // so far (the first transfer of a pair connects and opens TCP's window: not timed).
     std::vector<std::vector<double>> sample(const std::vector<std::pair<int, int>> &flows) {
+        // Every flow lasts as long as the longest needs (kTargetSeconds, or its kMinBytes at a
+        // slow rate), so that the step's flows overlap for most of their time.
+        double seconds = kTargetSeconds;
         for (const auto &f : flows)
-            if (warm_.insert(f).second) {
-                prober_.expect_seconds(typical_ > 0 ? double(kMinBytes) / typical_ : 0.0);
-                prober_.step({f}, {kMinBytes}, false);
-            }
+            if (estimate(f) > 0) seconds = std::max(seconds, double(kMinBytes) / estimate(f));
         std::vector<size_t> bytes;
-        double longest = 0;
-        for (const auto &f : flows) {
-            const double rate = estimate(f);
-            bytes.push_back(rate > 0 ? Prober::bytes_for(rate) : kMinBytes);
-            if (rate > 0) longest = std::max(longest, double(bytes.back()) / rate);
-        }
-        prober_.expect_seconds(longest);
-        std::vector<std::vector<double>> samples(flows.size());
-        for (int r = 0; r < kRepetitions; ++r) {
-            const std::vector<double> got = prober_.step(flows, bytes, true);
-            for (size_t i = 0; i < flows.size(); ++i) samples[i].push_back(got[i]);
-        }
-        return samples;
+        for (const auto &f : flows)
+            bytes.push_back(estimate(f) > 0 ? Prober::bytes_for(estimate(f), seconds) : kMinBytes);
+        prober_.expect_seconds(seconds);
+        return prober_.measure(flows, bytes, kRepetitions);
     }
 
     // A flow's rate alone so far: its own median, else the first pair's; 0 before any.
@@ -308,7 +359,6 @@ class Measurer {
 
     Prober &prober_;
     ompi_communicator_t *comm_;
-    std::set<std::pair<int, int>> warm_;
     std::map<std::pair<int, int>, std::vector<double>> alone_; // each pair's samples alone
     double typical_ = 0; // the first pair's rate alone (bytes/s): sizes pairs not yet measured
 };

@@ -5,15 +5,17 @@
 // One rank per host (its lowest) measures; every rank runs the same GridSearch on the same
 // agreed answers, so every rank finds the same grid or the same "none":
 //   a measurement  the flows a probe names (a Rate: one; an Out or In probe: its two flows
-//                  alone, then together), each a timed transfer (of what that flow moves
-//                  alone in 25 ms, as measured so far, 256 KiB to 16 MiB: two flows that start
-//                  a few ms apart must overlap for most of their time, however their rates
-//                  differ) from the sending host's leader to the receiving host's,
-//                  acknowledged by one byte (the sender's time is the flow's), on the set-up's
-//                  private duplicate; repeated 3 times, each repetition its own step, the
-//                  median kept;
-//   agreed         after every step the rates, a failure flag and the time spent are reduced
-//                  (maximum) over all ranks: every rank holds the same medians, decides
+//                  alone, then together), each a stream of transfers from the sending host's
+//                  leader to the receiving host's, back to back, each acknowledged by one byte
+//                  and timed by its sender: the first untimed (it connects, opens TCP's window
+//                  and spends a shaper's burst), then 3 timed, the median kept; a flow keeps
+//                  streaming, untimed, until every flow of the measurement had its timed ones,
+//                  so that they are timed against each other's traffic. A transfer moves what
+//                  its flow moves alone in 25 ms as measured so far (128 KiB to 16 MiB; the
+//                  flows of a measurement as long as the slowest needs), on the set-up's
+//                  private duplicate;
+//   agreed         after every measurement its rates, a failure flag and the time spent are
+//                  reduced (maximum) over all ranks: every rank holds the same medians, decides
 //                  `shared` alike (judge_sharing()) and stops alike when the budget
 //                  (coll_themis_grid_probe_seconds) runs out or a rank failed;
 //   remembered     in this process by the hosts (communicators over the same hosts probe
