@@ -93,12 +93,14 @@ Crossover::Times Crossover::trial_times(int collective, size_t bytes) const {
     return {b.themis.mean(), b.below.mean()};
 }
 
-Crossover::Runner Crossover::decide(int collective, size_t bytes, Times agreed,
-                                    double below_bound) {
+Crossover::Runner Crossover::decide(int collective, size_t bytes, Times agreed, Bounds bounds) {
     Bin &b = bin(collective, bytes);
     if (b.calls - 1 == kEarlyAgreeCall) {
-        // Clearly faster than the module below could be: no trial. Else the trial goes on.
-        if (below_bound > 0 && agreed.themis * kClear <= below_bound) b.winner = Runner::kThemis;
+        // Clearly faster than the module below could be, in a time the network can give: no
+        // trial. Else the trial goes on.
+        if (bounds.below > 0 && agreed.themis * kClear <= bounds.below &&
+            agreed.themis >= kBelievable * bounds.themis)
+            b.winner = Runner::kThemis;
         return b.winner.value_or(Runner::kBelow);
     }
     b.winner = agreed.themis < (1 - kMargin) * agreed.below ? Runner::kThemis : Runner::kBelow;

@@ -13,7 +13,8 @@
 //                    collective ends when its slowest rank does), and the bin is decided for
 //                    themis if that time is kClear under the least the module below could
 //                    take on this network (below_lower_bound(), from the rates themis plans
-//                    with; only where those were measured or given). A trial then would only
+//                    with; only where those were measured or given) and no shorter than the
+//                    network can give (kBelievable, decide()). A trial then would only
 //                    cost calls on the slower module: on the emulated 2x4 network themis's
 //                    1 MiB All-Reduce is 1.7 times under that bound, and a short OSU sweep
 //                    (5 calls a size) ran 4 of its 7 calls at 1-2 MiB on tuned (0.45-0.54 of
@@ -68,6 +69,8 @@ class Crossover {
     static constexpr double kMargin = 0.10; // themis must be this much faster to win a trial
     // Themis takes a bin untried where its time is at most the module below's least over this.
     static constexpr double kClear = 1.1;
+    // ... and at least this share of its own least time (see decide()).
+    static constexpr double kBelievable = 0.95;
     static constexpr int kCollectives = 4; // allreduce, reduce_scatter(_block), allgather
 
     enum class Runner : uint8_t { kThemis, kBelow };
@@ -93,10 +96,18 @@ class Crossover {
     void record(int collective, size_t bytes, Runner runner, double seconds);
     // This rank's times of the bin's trial, to agree on.
     Times trial_times(int collective, size_t bytes) const;
-    // At an agreement: where the call runs, from the agreed times (and `below_bound`, the
-    // least time the module below could take, below_lower_bound(); 0 where unknown). At the
-    // first agreement the bin is decided only for a clear themis; at the second, for good.
-    Runner decide(int collective, size_t bytes, Times agreed, double below_bound = 0);
+    // Bounds known for this network, from measured or given rates (0: unknown; Bounds{}:
+    // none known).
+    struct Bounds {
+        double below;  // the least time the module below could take: below_lower_bound()
+        double themis; // the least time themis could take: every dimension busy at once
+    };
+    // At an agreement: where the call runs, from the agreed times. At the first agreement the
+    // bin is decided only for a themis clearly under bounds.below, in a time the network can
+    // give (at least kBelievable x bounds.themis: a shaper's burst after an idle moment carried
+    // a lone 128 KiB All-Gather of the emulated network at twice its links' rate, and that one
+    // call is no evidence); at the second, for good, from the trial's times.
+    Runner decide(int collective, size_t bytes, Times agreed, Bounds bounds = Bounds{});
 
     // Where a call that takes no part in trials (nonblocking, persistent) runs: outside the
     // measured range as step() says, in a decided bin as decided, else nothing.

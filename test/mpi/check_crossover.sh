@@ -10,9 +10,17 @@
 #   - every run of the module below 20 ms longer: every bin themis, which then runs all but
 #     the trial's run of 3 calls below per bin: 24 of 33;
 #   - rates given that make the module below's least time (src/crossover.h) far longer than
-#     themis's measured one (coll_themis_dims 2x2:bw=1Mbps): every bin themis at its third
-#     call, untried (decided_by=bound), themis runs all 33;
-#   - coll_themis_min_bytes given (65536): no trial, themis runs all 33.
+#     themis's measured one, and themis's own least time shorter (coll_themis_dims
+#     2x2:bw=10Mbps,10Gbps, every themis run 5 ms longer): every bin themis at its third call,
+#     untried (decided_by=bound), themis runs all 33;
+#   - the same where themis's time is far under its own least time (2x2:bw=1Mbps, nothing
+#     slowed: a time no such network could give, as a shaper's burst makes one): no bin
+#     decided untried, every bin themis by its trial, as with the module below slowed;
+#   - coll_themis_min_bytes given (65536): no trial, themis runs all 33;
+#   - a communicator made after another decided a bin starts with the decision
+#     (themis-mpi-check --tests inherit: chk_decide runs the 64 KiB bin's trial with the module
+#     below slowed, then its duplicate chk_heir 4 calls of that size): all 4 on themis, none
+#     below for a trial of its own.
 # Calibration is off: it is not what this tests, and it costs time; with the spec's default
 # rates the module below's least time is unknown, so every bin goes to trial.
 # Environment: MPIRUN, THEMIS_BUILDDIR, OMPI_DEFAULT_COMPONENT_DIR.
@@ -62,8 +70,17 @@ run themis_slow -x THEMIS_TEST_SLOW_THEMIS_MS=20
 expect themis_slow below 12
 run below_slow -x THEMIS_TEST_SLOW_BELOW_MS=20
 expect below_slow themis 24
-DIMS=2x2:bw=1Mbps run clearly_faster -x THEMIS_TEST_SLOW_BELOW_MS=20
+DIMS=2x2:bw=10Mbps,10Gbps run clearly_faster -x THEMIS_TEST_SLOW_THEMIS_MS=5 -x THEMIS_TEST_SLOW_BELOW_MS=20
 expect clearly_faster themis 33 bound
+DIMS=2x2:bw=1Mbps run unbelievable -x THEMIS_TEST_SLOW_BELOW_MS=20
+expect unbelievable themis 24
 run min_bytes_given -x THEMIS_TEST_SLOW_THEMIS_MS=20 --mca coll_themis_min_bytes 65536
 expect min_bytes_given none 33
-echo "check_crossover: passed (themis slower: every bin below; the module below slower: every bin themis; themis under the module below's least time: every bin themis untried; min_bytes given: no trial)"
+mpirun_logged "$OUT/inherit.log" 240 -np 4 --mca coll_themis_dims 2x2 \
+  --mca coll_themis_calibration_seconds 0 --mca coll_themis_verbose 2 -x THEMIS_TEST_SLOW_BELOW_MS=20 \
+  -- "$BUILDDIR/test/mpi/themis-mpi-check" --tests inherit || fail "inherit: the run failed (log $OUT/inherit.log)"
+n=$(log_count "$OUT/inherit.log" stats comm=chk_decide coll=allreduce calls=8 themis=5)
+[ "$n" = 4 ] || fail "inherit: $n of 4 ranks say chk_decide ran the trial's 5 themis calls of 8 (log $OUT/inherit.log)"
+n=$(log_count "$OUT/inherit.log" stats comm=chk_heir coll=allreduce calls=4 themis=4)
+[ "$n" = 4 ] || fail "inherit: $n of 4 ranks say chk_heir ran its 4 calls on themis (log $OUT/inherit.log)"
+echo "check_crossover: passed (themis slower: every bin below; the module below slower: every bin themis; themis under the module below's least time: every bin themis untried; min_bytes given: no trial; a duplicate starts with the decisions)"

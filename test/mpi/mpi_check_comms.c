@@ -242,6 +242,44 @@ void family_cycles(void)
     MPI_Info_free(&info);
 }
 
+/* One checked blocking MPI_Allreduce of `count` ints on c (values that vary with `call`). */
+static void checked_allreduce(comm_info *c, int count, int call)
+{
+    int *a = xmalloc((size_t) count * sizeof(int)), *r = xmalloc((size_t) count * sizeof(int));
+    for (int i = 0; i < count; i++) a[i] = c->rank + i + call;
+    check_t ck;
+    check_start(&ck, "allreduce comm=%s count=%d call=%d", c->name, count, call);
+    check_rc(&ck, MPI_Allreduce(a, r, count, MPI_INT, MPI_SUM, c->comm), "MPI_Allreduce");
+    for (int i = 0; i < count; i++)
+        if (r[i] != c->size * (i + call) + c->size * (c->size - 1) / 2) {
+            check_fail(&ck, "element %d: got %d", i, r[i]);
+            break;
+        }
+    check_end(&ck);
+    free(a);
+    free(r);
+}
+
+/* inherit: a communicator of the same processes made after another decided a size's bin starts
+ * with that decision (coll_themis_inherit.h): chk_decide, a duplicate of MPI_COMM_WORLD, runs a
+ * bin's whole trial (8 blocking allreduce calls of 64 KiB), then chk_heir, its duplicate, 4 calls
+ * of the same size. Where the crossover is measured, the verbose-2 stats tell whether chk_heir
+ * ran any of them below (test/mpi/check_crossover.sh); results are checked either way. */
+void family_inherit(void)
+{
+    const int count = (64 << 10) / (int) sizeof(int);
+    MPI_Comm d;
+    comm_info decide, heir;
+    MPI_Comm_dup(MPI_COMM_WORLD, &d);
+    comm_info_init(&decide, d, "chk_decide");
+    for (int call = 0; call < 8; call++) checked_allreduce(&decide, count, call);
+    MPI_Comm_dup(decide.comm, &d);
+    comm_info_init(&heir, d, "chk_heir");
+    for (int call = 0; call < 4; call++) checked_allreduce(&heir, count, call);
+    comm_info_free(&heir);
+    comm_info_free(&decide);
+}
+
 /* quirks: where Open MPI 4.1.4's own reductions deviate from plain C arithmetic, themis
  * (which reduces through the same op framework) must give what a communicator without
  * themis gives (chk_nothemis: ompi_comm_coll_preference "^themis"):

@@ -49,10 +49,10 @@ const char *const coll_names[] = {"allreduce", "reduce_scatter", "reduce_scatter
                                   "allgather", "reduce", "iallreduce", "scan"};
 
 enum { F_SIZES, F_TYPES, F_DERIVED, F_USEROP, F_SELF, F_OTHERS, F_MANY, F_CYCLES,
-       F_QUIRKS, F_HOLES, F_NONBLOCKING, F_PERSISTENT, F_NBFAIL, F_COUNT };
+       F_QUIRKS, F_HOLES, F_NONBLOCKING, F_PERSISTENT, F_NBFAIL, F_INHERIT, F_COUNT };
 static const char *const family_names[] = {"sizes", "types", "derived", "userop", "self",
                                            "others", "many", "cycles", "quirks", "holes",
-                                           "nonblocking", "persistent", "nbfail"};
+                                           "nonblocking", "persistent", "nbfail", "inherit"};
 
 enum { CM_WORLD, CM_DUP, CM_REV, CM_HALF, CM_COUNT };
 static const char *const comm_kinds[] = {"world", "dup", "rev", "half"};
@@ -77,7 +77,9 @@ static void usage(void)
         "usage: themis_mpi_check [options]\n"
         "  --tests LIST        families: sizes,types,derived,userop,self,others,many,cycles,\n"
         "                      quirks,holes,nonblocking,persistent, all (default) or none;\n"
-        "                      nbfail (not in all: with THEMIS_TEST_FAIL_NONBLOCKING=1)\n"
+        "                      nbfail (not in all: with THEMIS_TEST_FAIL_NONBLOCKING=1),\n"
+        "                      inherit (not in all: a duplicate starts with the crossover's\n"
+        "                      decisions; check_crossover.sh reads its stats)\n"
         "  --collectives LIST  allreduce,reduce_scatter,reduce_scatter_block,allgather or all\n"
         "  --comms LIST        world,dup,rev,half or all (default all): MPI_COMM_WORLD, a dup\n"
         "                      (chk_dup), a split with ranks reversed (chk_rev), halves split\n"
@@ -142,7 +144,8 @@ static size_t env_size(const char *name, size_t fallback)
 
 static bool parse_options(int argc, char **argv)
 {
-    opt.families = ((1u << F_COUNT) - 1) & ~(1u << F_NBFAIL); /* nbfail: asked for only */
+    /* nbfail and inherit: asked for only */
+    opt.families = ((1u << F_COUNT) - 1) & ~(1u << F_NBFAIL) & ~(1u << F_INHERIT);
     opt.colls = (1u << C_MAIN_COLLS) - 1;
     opt.comms = (1u << CM_COUNT) - 1;
     opt.big_colls = 1u << C_ALLREDUCE;
@@ -172,7 +175,7 @@ static bool parse_options(int argc, char **argv)
         switch (o) {
         case O_TESTS:
             opt.families = parse_list(optarg, family_names, F_COUNT, "test family", &ok);
-            if (strcmp(optarg, "all") == 0) opt.families &= ~(1u << F_NBFAIL);
+            if (strcmp(optarg, "all") == 0) opt.families &= ~(1u << F_NBFAIL) & ~(1u << F_INHERIT);
             break;
         case O_COLLS:
             opt.colls = parse_list(optarg, coll_names, C_MAIN_COLLS, "collective", &ok);
@@ -282,7 +285,7 @@ int main(int argc, char **argv)
     static void (*const families[F_COUNT])(void) = {
         family_sizes, family_types, family_derived, family_userop, family_self,
         family_others, family_many, family_cycles, family_quirks, family_holes,
-        family_nonblocking, family_persistent, family_nbfail};
+        family_nonblocking, family_persistent, family_nbfail, family_inherit};
     const double t_start = MPI_Wtime();
     if (opt.big) {
         family_big();

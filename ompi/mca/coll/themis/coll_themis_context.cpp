@@ -22,6 +22,7 @@
 #include "coll_themis_test_hooks.h"
 #include "coll_themis_transports.h"
 #include "calibration.h"
+#include "ordering.h"
 #include "transports/cma_transport.h"
 #include "trace.h"
 
@@ -70,8 +71,10 @@ Context::~Context() {
     transport_.reset();
 }
 
-double Context::below_lower_bound(Collective coll, size_t bytes) const {
-    return rates_known_ ? themis::below_lower_bound(layout_.topology, coll, double(bytes)) : 0;
+Crossover::Bounds Context::crossover_bounds(Collective coll, size_t bytes) const {
+    if (!rates_known_) return {};
+    return {below_lower_bound(layout_.topology, coll, double(bytes)),
+            ideal_time(layout_.topology, coll, double(bytes))};
 }
 
 bool Context::idle() {

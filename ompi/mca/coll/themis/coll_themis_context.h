@@ -49,10 +49,10 @@ class Context {
     const RankLayout &layout() const { return layout_; }
     // The key of its group (coll_themis_inherit.h).
     const std::string &key() const { return key_; }
-    // The least time the module below could take for `bytes` of `coll` on this network
-    // (src/crossover.h), from the rates it plans with; 0 where those are the spec's defaults,
-    // which say nothing of the network.
-    double below_lower_bound(Collective coll, size_t bytes) const;
+    // The least times the module below and themis could take for `bytes` of `coll` on this
+    // network (src/crossover.h), from the rates it plans with; 0 where those are the spec's
+    // defaults, which say nothing of the network.
+    Crossover::Bounds crossover_bounds(Collective coll, size_t bytes) const;
     // Where its set-up came from: "new" (made now), "inherited" (an earlier communicator's of
     // its group: coll_themis_inherit.h), "spare" (a freed one's context taken over).
     const char *setup_source() const { return setup_source_; }

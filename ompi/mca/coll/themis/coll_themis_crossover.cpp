@@ -66,8 +66,8 @@ Crossover::Step crossover_step(mca_coll_themis_module_t *m, int collective, size
     if (!step.agree) return step;
     const Crossover::Times agreed = agreed_times(m, crossover, collective, bytes);
     Context &ctx = *context_of(m);
-    const double bound = ctx.below_lower_bound(collective_of(collective), bytes);
-    step.runner = crossover.decide(collective, bytes, agreed, bound);
+    const Crossover::Bounds bounds = ctx.crossover_bounds(collective_of(collective), bytes);
+    step.runner = crossover.decide(collective, bytes, agreed, bounds);
     if (!crossover.decided(collective, bytes)) return step; // the trial goes on
     const bool tried = std::isfinite(agreed.below);
     LogEvent event("crossover");
@@ -77,7 +77,9 @@ Crossover::Step crossover_step(mca_coll_themis_module_t *m, int collective, size
         .add("below_ms", agreed.below * 1e3, "%.3f")
         .add("runs", step.runner == Crossover::Runner::kThemis ? "themis" : "below")
         .add("decided_by", tried ? "trial" : "bound");
-    if (bound > 0) event.add("below_bound_ms", bound * 1e3, "%.3f");
+    if (bounds.below > 0)
+        event.add("below_bound_ms", bounds.below * 1e3, "%.3f")
+            .add("themis_bound_ms", bounds.themis * 1e3, "%.3f");
     event.emit(1, m->comm);
     keep_group_decision(ctx.key(), collective, bytes, step.runner);
     return step;
