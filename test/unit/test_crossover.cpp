@@ -74,7 +74,8 @@ TEST(Crossover, ABinClearlyUnderTheBoundIsDecidedAtTheFirstAgreementUntried) {
     steps(c, kAllreduce, k64K, 2);
     c.record(kAllreduce, k64K, Runner::kThemis, 1e-3);
     ASSERT_TRUE(c.step(kAllreduce, k64K).agree);
-    EXPECT_EQ(c.decide(kAllreduce, k64K, c.trial_times(kAllreduce, k64K), {1.2e-3, 0}), Runner::kThemis);
+    EXPECT_EQ(c.decide(kAllreduce, k64K, c.trial_times(kAllreduce, k64K), {1.2e-3, 0}),
+              Runner::kThemis);
     EXPECT_EQ(c.decided(kAllreduce, k64K), Runner::kThemis);
     for (const Crossover::Step &s : steps(c, kAllreduce, k64K, 10)) {
         EXPECT_EQ(s.runner, Runner::kThemis);
