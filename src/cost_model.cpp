@@ -5,14 +5,25 @@
 
 namespace themis {
 
-const char *phase_name(Phase p) { return p == Phase::ReduceScatter ? "RS" : "AG"; }
+const PhaseInfo &phase_info(Phase p) {
+    // One row per phase, in enum order: id, name, narrows, reduces, rooted.
+    static const PhaseInfo table[] = {
+        {Phase::ReduceScatter, "RS", true, true, false},
+        {Phase::AllGather, "AG", false, false, false},
+        {Phase::Scatter, "SC", true, false, true},
+        {Phase::Gather, "GA", false, false, true},
+    };
+    return table[static_cast<int>(p)];
+}
+
+const char *phase_name(Phase p) { return phase_info(p).name; }
 
 double stage_larger_side(const Dimension &dim, Phase phase, double input_bytes) {
-    return phase == Phase::ReduceScatter ? input_bytes : input_bytes * dim.peers;
+    return phase_info(phase).narrows ? input_bytes : input_bytes * dim.peers;
 }
 
 double stage_output_bytes(const Dimension &dim, Phase phase, double input_bytes) {
-    return phase == Phase::ReduceScatter ? input_bytes / dim.peers : input_bytes * dim.peers;
+    return phase_info(phase).narrows ? input_bytes / dim.peers : input_bytes * dim.peers;
 }
 
 double stage_bytes_sent(const Dimension &dim, Phase phase, double input_bytes) {
@@ -20,12 +31,15 @@ double stage_bytes_sent(const Dimension &dim, Phase phase, double input_bytes) {
     return stage_larger_side(dim, phase, input_bytes) * (n - 1) / n;
 }
 
-int stage_steps(const Dimension &dim) {
+int stage_steps(const Dimension &dim, Phase phase) {
     if (dim.peers <= 1) return 0;
+    if (phase_info(phase).rooted) return 1;
     return algorithm_info(dim.algorithm).steps(dim.peers);
 }
 
-double stage_latency(const Dimension &dim) { return stage_steps(dim) * dim.latency; }
+double stage_latency(const Dimension &dim, Phase phase) {
+    return stage_steps(dim, phase) * dim.latency;
+}
 
 double stage_bandwidth_time(const Dimension &dim, Phase phase, double input_bytes) {
     return stage_bytes_sent(dim, phase, input_bytes) / dim.bandwidth;
@@ -47,7 +61,7 @@ double sustained_bandwidth(const Dimension &dim) {
 }
 
 double stage_time(const Dimension &dim, Phase phase, double input_bytes) {
-    return stage_latency(dim) +
+    return stage_latency(dim, phase) +
            stage_bytes_sent(dim, phase, input_bytes) / filled_bandwidth(dim, 1);
 }
 

@@ -1,9 +1,12 @@
-// cost_model: alpha-beta time of one Reduce-Scatter or All-Gather stage on one dimension.
+// cost_model: the phases a stage can run, and the alpha-beta time of one stage on one
+// dimension.
 //
-// A stage on dimension d with n peers moves, per rank, (n-1)/n of its larger side
-// (the RS input, the AG output), whatever the algorithm; the algorithms differ in
-// how many latency-bound steps they take (their rows in algorithms/registry.cpp), e.g.
-// ring n-1, halving-doubling log2(n), direct 1 (every peer at once).
+// A stage on dimension d with n peers moves, per rank, (n-1)/n of its larger side (the
+// input of a narrowing phase, the output of a widening one), whatever the algorithm; the
+// algorithms differ in how many latency-bound steps they take (their rows in
+// algorithms/registry.cpp), e.g. ring n-1, halving-doubling log2(n), direct 1 (every peer
+// at once). A rooted phase's busiest rank, the root's peer, moves the same bytes (it sends,
+// or receives, every other block), in one step.
 //
 // A dimension's stages in flight share its bandwidth, and together reach the fraction of
 // it that the dimension's fill curve (Dimension::fill) gives for their number: one stage
@@ -15,20 +18,41 @@
 
 namespace themis {
 
-enum class Phase { ReduceScatter, AllGather };
+// How a stage moves a chunk's blocks among a dimension's n peers (plan.h lays the blocks
+// out; one row each in cost_model.cpp):
+//   ReduceScatter  every peer sends block j to peer j and reduces what it receives into its
+//                  own block: it keeps one block of n, summed over the group
+//   AllGather      every peer sends its own block to every other: it ends with all n
+//   Scatter        the root's peer (coordinate d of the collective's root) sends block j to
+//                  peer j: every peer ends with its own block
+//   Gather         every peer sends its own block to the root's peer: it ends with all n
+enum class Phase { ReduceScatter, AllGather, Scatter, Gather };
 
+// What a phase is made of: everything the core asks of a phase follows from these.
+//   narrows   a rank keeps one block of its input (output = input / n); otherwise it
+//             collects every block (output = input x n)
+//   reduces   received blocks are reduced into this rank's, not copied
+//   rooted    data comes from, or goes to, one peer only: the root's. Only groups on the
+//             root's side (plan.h) take part; the others sit the stage out.
+struct PhaseInfo {
+    Phase id;
+    const char *name; // short, for plans and traces: "RS", "AG", "SC", "GA"
+    bool narrows, reduces, rooted;
+};
+const PhaseInfo &phase_info(Phase p);
 const char *phase_name(Phase p);
 
-// Bytes of the stage's larger side: RS input, AG output.
+// Bytes of the stage's larger side: a narrowing phase's input, a widening one's output.
 double stage_larger_side(const Dimension &dim, Phase phase, double input_bytes);
 // Bytes of the stage's output.
 double stage_output_bytes(const Dimension &dim, Phase phase, double input_bytes);
 // Bytes one rank sends during the stage.
 double stage_bytes_sent(const Dimension &dim, Phase phase, double input_bytes);
-// Number of latency-bound steps of the dimension's algorithm.
-int stage_steps(const Dimension &dim);
+// Number of latency-bound steps of a stage of `phase`: the dimension's algorithm's, one
+// for a rooted phase (algorithms/linear.cpp).
+int stage_steps(const Dimension &dim, Phase phase);
 // Fixed delay of one stage: steps x step latency.
-double stage_latency(const Dimension &dim);
+double stage_latency(const Dimension &dim, Phase phase);
 // The fill curve's fraction for `stages` (>= 1) moving bytes at once: 1 without a curve,
 // the last point past its end.
 double fill_fraction(const Dimension &dim, int stages);

@@ -1,6 +1,8 @@
 // crossover.cpp: the trial schedule of crossover.h, and the decision.
 #include "crossover.h"
 
+#include "ordering.h"
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -18,7 +20,10 @@ constexpr int kFinalAgreeCall = kThemisUntimed + Crossover::kSamples;
 double below_lower_bound(const Topology &topo, Collective coll, double bytes) {
     const int n = topo.size();
     if (n < 2 || topo.num_dims() == 0) return 0;
-    const double phases = collective_info(coll).phases();
+    // A rooted collective's module below may use trees that cross the fast links only:
+    // nothing below the ideal is sure.
+    if (collective_info(coll).rooted) return ideal_time(topo, coll, bytes);
+    const double phases = static_cast<double>(collective_info(coll).phases.size());
     double slowest = topo.dim(0).bandwidth;
     std::vector<int> order;
     for (int d = 0; d < topo.num_dims(); ++d) {
@@ -57,7 +62,7 @@ Crossover::Bin &Crossover::bin(int collective, size_t bytes) {
 }
 
 const Crossover::Bin &Crossover::bin(int collective, size_t bytes) const {
-    if (collective < 0 || collective >= kCollectives)
+    if (collective < 0 || collective >= collectives())
         throw std::invalid_argument("crossover: no such collective");
     if (bytes < kFloorBytes || bytes >= kCeilingBytes)
         throw std::invalid_argument("crossover: size outside the measured range");
@@ -109,7 +114,7 @@ Crossover::Runner Crossover::decide(int collective, size_t bytes, Times agreed, 
 
 std::vector<Crossover::Decision> Crossover::decisions() const {
     std::vector<Decision> out;
-    for (int c = 0; c < kCollectives; ++c)
+    for (int c = 0; c < collectives(); ++c)
         for (int b = 0; b < kBins; ++b)
             if (const std::optional<Runner> winner = bins_[size_t(c)][size_t(b)].winner)
                 out.push_back({c, b, *winner});
@@ -118,7 +123,7 @@ std::vector<Crossover::Decision> Crossover::decisions() const {
 
 void Crossover::adopt(const std::vector<Decision> &decided) {
     for (const Decision &d : decided) {
-        if (d.collective < 0 || d.collective >= kCollectives || d.bin < 0 || d.bin >= kBins)
+        if (d.collective < 0 || d.collective >= collectives() || d.bin < 0 || d.bin >= kBins)
             throw std::invalid_argument("crossover: no such bin");
         Bin &b = bins_[size_t(d.collective)][size_t(d.bin)];
         if (b.calls == 0) b.winner = d.runner;

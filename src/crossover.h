@@ -42,6 +42,7 @@
 // with more than one dimension, and a trial would cost seconds of the slower module).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -58,7 +59,8 @@ namespace themis {
 // of `coll` (every rank's block together) on `topo`, latencies left out: the lesser of a
 // ring over every rank in rank order, at the slowest dimension's rate (tuned's ring), and the
 // dimensions one after the other, pipelined perfectly, in the order that suits them best
-// (han's levels, at best): its busiest dimension's bytes at its rate.
+// (han's levels, at best): its busiest dimension's bytes at its rate. A rooted collective's
+// (Bcast, Reduce): the ideal, as its trees may keep off the slow links.
 double below_lower_bound(const Topology &topo, Collective coll, double bytes);
 
 class Crossover {
@@ -71,7 +73,10 @@ class Crossover {
     static constexpr double kClear = 1.1;
     // ... and at least this share of its own least time (see decide()).
     static constexpr double kBelievable = 0.95;
-    static constexpr int kCollectives = 4; // allreduce, reduce_scatter(_block), allgather
+    // Bins for `collectives` collectives, numbered 0..collectives-1 (the component's
+    // THEMIS_COLLECTIVES list).
+    explicit Crossover(int collectives) : bins_(size_t(std::max(collectives, 0))) {}
+    int collectives() const { return static_cast<int>(bins_.size()); }
 
     enum class Runner : uint8_t { kThemis, kBelow };
 
@@ -89,7 +94,7 @@ class Crossover {
         double themis, below;
     };
 
-    // A blocking call of `bytes` of collective `collective` (0..kCollectives-1): where it
+    // A blocking call of `bytes` of collective `collective` (0..collectives()-1): where it
     // runs, and the trial's next step if its bin is on trial.
     Step step(int collective, size_t bytes);
     // The time of a run step() asked to time.
@@ -147,7 +152,7 @@ class Crossover {
     Bin &bin(int collective, size_t bytes);
     const Bin &bin(int collective, size_t bytes) const;
 
-    std::array<std::array<Bin, kBins>, kCollectives> bins_{};
+    std::vector<std::array<Bin, kBins>> bins_; // per collective
 };
 
 } // namespace themis

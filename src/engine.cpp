@@ -12,7 +12,7 @@ Engine::Engine(const Topology &topo, Transport &transport, Memory &memory, int m
     : topo_(topo), transport_(transport), memory_(memory), max_active_(std::max(1, max_active)),
       max_active_bytes_(max_active_bytes), op_counter_(topo.num_dims(), 0),
       active_(topo.num_dims()), active_bytes_(topo.num_dims(), 0), busy_total_(topo.num_dims(), 0),
-      busy_since_(topo.num_dims()), spare_(algorithms().size()) {}
+      busy_since_(topo.num_dims()), spare_(kAlgorithmKinds) {}
 
 void Engine::mark_busy(int d) { busy_since_[d] = std::chrono::steady_clock::now(); }
 
@@ -255,7 +255,7 @@ Execution::Next Execution::start_next(int d, bool oldest) {
         timing_[op_index].ready = op.previous >= 0 ? timing_[op.previous].end : 0;
         timing_[op_index].start = now();
     }
-    const Algorithm kind = plan_->algorithms[d];
+    const Algorithm kind = stage_algorithm_for(plan_->algorithms[d], op.phase);
     if (engine_.active_[d].empty()) engine_.mark_busy(d);
     engine_.active_[d].push_back({this, op_index, bytes, kind, engine_.stage_algorithm(kind, ctx)});
     engine_.active_bytes_[d] += bytes;

@@ -192,7 +192,7 @@ class Simulation {
         out_.runs.push_back({ref, d, ready, now_, 0});
         out_.dim_order[d].push_back(ref);
         running_[d].push_back(
-            {run, stage_latency(dim), stage_bytes_sent(dim, s.phase, s.input_bytes), key});
+            {run, stage_latency(dim, s.phase), stage_bytes_sent(dim, s.phase, s.input_bytes), key});
     }
 
     bool any_running() const {
@@ -317,10 +317,8 @@ Ordering replay_calls(const Topology &topo, const std::vector<ReplayCall> &calls
 }
 
 double ideal_time(const Topology &topo, Collective coll, double bytes) {
-    double n = topo.size();
-    const double phases = collective_info(coll).phases();
-    double bw = topo.total_bandwidth();
-    return bw > 0 ? phases * bytes * (1 - 1 / n) / bw : 0;
+    const double bw = topo.total_bandwidth();
+    return bw > 0 ? collective_info(coll).least_moved(topo.size()) * bytes / bw : 0;
 }
 
 } // namespace themis

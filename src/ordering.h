@@ -96,8 +96,9 @@ struct ReplayCall {
 Ordering replay_calls(const Topology &topo, const std::vector<ReplayCall> &calls,
                       const OrderingParams &params, CrossCall rule);
 
-// T_ideal of the paper: every rank must send 2S(1-1/N) bytes for an All-Reduce (S(1-1/N)
-// for RS or AG alone) over the sum of its dimensions' bandwidths.
+// T_ideal of the paper: every rank must move 2S(1-1/N) bytes for an All-Reduce (S(1-1/N)
+// for RS or AG alone, S for Bcast or Reduce: CollectiveInfo::least_moved) over the sum of
+// its dimensions' bandwidths.
 double ideal_time(const Topology &topo, Collective coll, double bytes);
 
 } // namespace themis

@@ -24,7 +24,7 @@ std::string Plan::describe() const {
     std::ostringstream os;
     for (size_t c = 0; c < schedule.size(); ++c) {
         os << "chunk " << c << " (" << static_cast<uint64_t>(schedule[c].bytes) << " B):";
-        Phase last = Phase::AllGather;
+        Phase last = Phase::ReduceScatter;
         bool first = true;
         for (const Stage &s : schedule[c].stages) {
             if (first || s.phase != last)
@@ -89,15 +89,15 @@ void for_each_rank(const Topology &topo, int base, const std::vector<int> &free,
 std::vector<int> free_dims(const Topology &topo, const ChunkSchedule &chunk, int s) {
     const Stage &stage = chunk.stages[s];
     std::vector<bool> fixed(topo.num_dims(), false);
-    if (stage.phase == Phase::ReduceScatter) {
-        // Still in play: ranks that match me on the dimensions already reduced.
+    if (phase_info(stage.phase).narrows) {
+        // Still in play: ranks that match me on the dimensions already narrowed.
         for (int i = 0; i < s; ++i) fixed[chunk.stages[i].dim] = true;
         fixed[stage.dim] = true;
     } else {
-        // Gathered so far: ranks that match me on the dimensions not gathered yet.
+        // Collected so far: ranks that match me on the dimensions not widened yet.
         std::fill(fixed.begin(), fixed.end(), true);
         for (int i = 0; i < s; ++i)
-            if (chunk.stages[i].phase == Phase::AllGather) fixed[chunk.stages[i].dim] = false;
+            if (!phase_info(chunk.stages[i].phase).narrows) fixed[chunk.stages[i].dim] = false;
     }
     std::vector<int> free;
     for (int d = 0; d < topo.num_dims(); ++d)
@@ -105,7 +105,23 @@ std::vector<int> free_dims(const Topology &topo, const ChunkSchedule &chunk, int
     return free;
 }
 
-// All-Reduce pieces sit in the chunk's RS order, first dimension most significant, and
+// Whether `rank`'s group takes part in rooted stage s of a chunk (plan.h, "Rooted
+// stages"): it matches `root` on the dimensions where the data sits at the root's
+// coordinate (not narrowed yet, other than the stage's; or widened already).
+bool takes_part(const Topology &topo, const ChunkSchedule &chunk, int s, int rank, int root) {
+    const Stage &stage = chunk.stages[s];
+    const bool narrows = phase_info(stage.phase).narrows;
+    std::vector<bool> at_root(topo.num_dims(), narrows);
+    for (int i = 0; i < s; ++i)
+        if (phase_info(chunk.stages[i].phase).narrows == narrows)
+            at_root[chunk.stages[i].dim] = !narrows;
+    at_root[stage.dim] = false;
+    for (int d = 0; d < topo.num_dims(); ++d)
+        if (at_root[d] && topo.coord(rank, d) != topo.coord(root, d)) return false;
+    return true;
+}
+
+// One-vector pieces sit in the chunk's narrowing order, first dimension most significant, and
 // the free dimensions of every block are those after the stage's dimension in that order:
 // a block is then one run of consecutive pieces, from the rank with every free coordinate
 // 0 to the rank with every free coordinate at its maximum. Found in O(dimensions).
@@ -134,7 +150,7 @@ std::vector<double> chunk_bytes(const PlanRequest &req, int chunks) {
     std::vector<double> bytes(chunks);
     for (int k = 0; k < chunks; ++k) {
         uint64_t elements = 0;
-        if (collective_info(req.collective).one_vector())
+        if (collective_info(req.collective).one_vector)
             elements = part_size(req.block_counts.at(0), chunks, k);
         else
             for (uint64_t c : req.block_counts) elements += part_size(c, chunks, k);
@@ -146,13 +162,13 @@ std::vector<double> chunk_bytes(const PlanRequest &req, int chunks) {
 PieceLayout::PieceLayout(const Topology &topo, const PlanRequest &req,
                          const std::vector<ChunkSchedule> &schedule)
     : topo_(topo), req_(req), chunks_(schedule.size()) {
-    if (collective_info(req.collective).one_vector()) {
+    if (collective_info(req.collective).one_vector) {
         const uint64_t count = req.block_counts.at(0);
         const uint64_t n = static_cast<uint64_t>(topo.size());
         for (size_t k = 0; k < schedule.size(); ++k) {
             const uint64_t len = part_size(count, chunks_, k);
             parts_.push_back(
-                {rs_order(schedule[k]), part_offset(count, chunks_, k), len / n, len % n});
+                {narrowing_order(schedule[k]), part_offset(count, chunks_, k), len / n, len % n});
         }
         for (int r = 0; r < topo.size(); ++r)
             for (int d = 0; d < topo.num_dims(); ++d) coords_.push_back(topo.coord(r, d));
@@ -167,14 +183,14 @@ PieceLayout::PieceLayout(const Topology &topo, const PlanRequest &req,
 
 ByteRange PieceLayout::piece(int chunk, int rank) const {
     const uint64_t es = req_.element_size;
-    if (collective_info(req_.collective).one_vector()) {
+    if (collective_info(req_.collective).one_vector) {
         // The chunk's part of the vector, cut into one piece per rank, ranks in the
         // mixed-radix order of the chunk's RS order (first dimension most significant):
         // the blocks of every stage of the chunk are then contiguous.
         const ChunkPart &part = parts_[chunk];
         const int *coord = &coords_[static_cast<size_t>(rank) * topo_.num_dims()];
         uint64_t p = 0;
-        for (int d : part.rs_order) p = p * topo_.dim(d).peers + coord[d];
+        for (int d : part.order) p = p * topo_.dim(d).peers + coord[d];
         const uint64_t offset = p * part.base + std::min(p, part.extra);
         return {(part.start + offset) * es, (part.base + (p < part.extra ? 1 : 0)) * es};
     }
@@ -217,7 +233,7 @@ Plan compile_plan(const Topology &topo, const PlanRequest &req) {
     for (int k = 0; k < chunks; ++k) {
         first_op[k] = static_cast<int>(plan.ops.size());
         const ChunkSchedule &chunk = plan.schedule[k];
-        const std::vector<int> order = rs_order(chunk);
+        const std::vector<int> order = narrowing_order(chunk);
         for (int s = 0; s < static_cast<int>(chunk.stages.size()); ++s) {
             const Stage &stage = chunk.stages[s];
             PlanOp op;
@@ -227,8 +243,17 @@ Plan compile_plan(const Topology &topo, const PlanRequest &req) {
             op.phase = stage.phase;
             op.my_block = topo.coord(req.rank, stage.dim);
             op.previous = s ? static_cast<int>(plan.ops.size()) - 1 : -1;
+            if (phase_info(stage.phase).rooted) {
+                op.root_block = topo.coord(req.root, stage.dim);
+                op.idle = !takes_part(topo, chunk, s, req.rank, req.root);
+            }
+            if (op.idle) { // no ranges: it keeps its tags and place, and moves nothing
+                op.block_begin.assign(size_t(topo.dim(stage.dim).peers) + 1, 0);
+                plan.ops.push_back(std::move(op));
+                continue;
+            }
             const std::vector<int> free = free_dims(topo, chunk, s);
-            const bool contiguous = collective_info(req.collective).one_vector() &&
+            const bool contiguous = collective_info(req.collective).one_vector &&
                                     is_suffix_of_order(order, stage.dim, free);
             op.block_begin.push_back(0);
             for (int j = 0; j < topo.dim(stage.dim).peers; ++j) {

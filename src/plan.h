@@ -1,25 +1,34 @@
 // plan: a schedule compiled for one rank, with byte ranges over the work buffer.
 //
 // Data layout. Every chunk is divided into N pieces, one per rank: the piece a rank
-// holds when the chunk's Reduce-Scatter stages are done (and contributes to its
-// All-Gather stages). A stage on dimension d splits the pieces still in play into
-// n_d blocks, block j holding the pieces of the ranks whose coordinate d is j:
+// holds when the chunk's narrowing stages are done (and contributes to its widening
+// stages). A stage on dimension d splits the pieces still in play into n_d blocks,
+// block j holding the pieces of the ranks whose coordinate d is j:
 //
-//   RS stage: block j = pieces of ranks that match me on the dimensions already
-//             reduced and have coordinate d = j; afterwards my block (j = my
-//             coordinate) holds the sum over the dimension group.
-//   AG stage: block j = pieces of ranks that match me on the dimensions still to be
-//             gathered (other than d) and have coordinate d = j; before it I hold
-//             block (my coordinate), afterwards every block.
+//   narrowing stage (RS, Scatter): block j = pieces of ranks that match me on the
+//             dimensions already narrowed and have coordinate d = j; afterwards my
+//             block (j = my coordinate) holds the group's sum (RS) or the root's data
+//             (Scatter).
+//   widening stage (AG, Gather): block j = pieces of ranks that match me on the
+//             dimensions still to be widened (other than d) and have coordinate d = j;
+//             before it I hold block (my coordinate), afterwards every block (AG; a
+//             Gather's root peer only).
 //
 // Peers of a dimension group see the same blocks, so their stages match whatever
 // order the chunk visits the dimensions in, and a rank ends with exactly its own
 // pieces:
-//   All-Reduce      the vector is cut into chunks; inside a chunk the pieces are laid
-//                   out in the chunk's RS order (first dimension most significant), so
-//                   every block is one contiguous range.
+//   one vector      (All-Reduce, Bcast, Reduce) the vector is cut into chunks; inside a
+//                   chunk the pieces are laid out in the chunk's narrowing order (first
+//                   dimension most significant), so every block is one contiguous range.
 //   Reduce-Scatter  piece (chunk k, rank r) = the k-th part of the block MPI assigns to
 //   All-Gather      rank r (recvcounts), so rank r ends with exactly its MPI block.
+//
+// Rooted stages. Only the ranks that hold the data move it: before a Scatter stage those
+// that match the root on every dimension not narrowed yet, and a group on d takes part
+// when its ranks match the root on those other than d (its root peer holds the data);
+// a Gather stage's group takes part when its ranks match the root on the dimensions
+// widened before it (its root peer collects). Every other rank's op is idle: it keeps its
+// place in the dimension's issue order and moves nothing.
 #pragma once
 
 #include <cstdint>
@@ -48,11 +57,14 @@ constexpr int kDefaultChunks = THEMIS_CHUNKS_DEFAULT;
 struct PlanRequest {
     Collective collective = Collective::AllReduce;
     uint64_t element_size = 1;
-    // All-Reduce: {count}. Reduce-Scatter / All-Gather: elements of each rank's block.
+    // One vector (All-Reduce, Bcast, Reduce): {count}. Reduce-Scatter / All-Gather: elements
+    // of each rank's block.
     std::vector<uint64_t> block_counts;
     // Reduce-Scatter / All-Gather: where each rank's block starts in the work buffer,
     // in elements; empty means the blocks are packed in rank order.
     std::vector<uint64_t> block_displs;
+    // Bcast / Reduce: the root, as a rank of the topology.
+    int root = 0;
     // Chunks: 0 (kAutoChunks) lets the planner choose (planner.h); N asks for N. Either
     // way no chunk is smaller than min_chunk_bytes (0: no floor) or holds no data.
     int chunks = kDefaultChunks;
@@ -68,7 +80,7 @@ struct PlanRequest {
 // Every field of a request that shapes its plan, in one list: the plan cache compares and
 // hashes requests through it, so no field can be compared and forgotten by the hash.
 inline auto plan_request_key(const PlanRequest &r) {
-    return std::tie(r.collective, r.element_size, r.block_counts, r.block_displs, r.chunks,
+    return std::tie(r.collective, r.element_size, r.block_counts, r.block_displs, r.root, r.chunks,
                     r.min_chunk_bytes, r.scheduler.policy, r.scheduler.load_model,
                     r.scheduler.threshold, r.ordering.intra, r.ordering.max_active,
                     r.ordering.max_active_bytes, r.rank, r.carried_load);
@@ -81,6 +93,8 @@ struct PlanOp {
     int dim = 0;
     Phase phase = Phase::ReduceScatter;
     int my_block = 0;                  // this rank's coordinate in dim
+    int root_block = -1;               // rooted phases: the root's coordinate in dim
+    bool idle = false;                 // a rooted stage this rank's group sits out
     int previous = -1;                 // index (in Plan::ops) of the chunk's previous stage
     std::vector<ByteRange> ranges;     // the blocks' ranges, block after block
     std::vector<uint32_t> block_begin; // n_d + 1 offsets into ranges
@@ -123,11 +137,11 @@ class PieceLayout {
     const Topology &topo_;
     const PlanRequest &req_;
     uint64_t chunks_;
-    // All-Reduce: each chunk's RS order and where its part of the vector lies, cut into
+    // One vector: each chunk's narrowing order and where its part of the vector lies, cut into
     // pieces of `base` elements, the first `extra` pieces one more; every rank's
     // coordinates (rank x dimension), so that a piece costs no division.
     struct ChunkPart {
-        std::vector<int> rs_order;
+        std::vector<int> order; // its narrowing order
         uint64_t start, base, extra;
     };
     std::vector<ChunkPart> parts_;

@@ -78,7 +78,9 @@ bool search_algorithms(const PlanRequest &req, Best &best) {
             Topology t = with_algorithm(best.prediction.topology, d, a);
             // The algorithms move the same bytes and differ only in their steps: one with
             // as long a fixed delay cannot be faster.
-            if (stage_latency(t.dim(d)) >= stage_latency(own)) continue;
+            if (stage_latency(t.dim(d), Phase::ReduceScatter) >=
+                stage_latency(own, Phase::ReduceScatter))
+                continue;
             if (best.improve(predict(t, req, chunks), chunks)) changed = true;
         }
     }

@@ -8,15 +8,27 @@
 
 namespace themis {
 
-const CollectiveInfo &collective_info(Collective c) {
-    static const CollectiveInfo table[] = {
-        {Collective::AllReduce, "allreduce", true, true},
-        {Collective::ReduceScatter, "reduce_scatter", true, false},
-        {Collective::AllGather, "allgather", false, true},
+const std::vector<CollectiveInfo> &collectives() {
+    // One row per collective, in enum order: id, name, phases, one vector, rooted.
+    static const std::vector<CollectiveInfo> table = {
+        {Collective::AllReduce, "allreduce", {Phase::ReduceScatter, Phase::AllGather}, true, false},
+        {Collective::ReduceScatter, "reduce_scatter", {Phase::ReduceScatter}, false, false},
+        {Collective::AllGather, "allgather", {Phase::AllGather}, false, false},
+        {Collective::Bcast, "bcast", {Phase::Scatter, Phase::AllGather}, true, true},
+        {Collective::Reduce, "reduce", {Phase::ReduceScatter, Phase::Gather}, true, true},
     };
-    for (const CollectiveInfo &row : table)
-        if (row.id == c) return row;
-    throw std::invalid_argument("unknown collective");
+    return table;
+}
+
+const CollectiveInfo &collective_info(Collective c) {
+    const size_t i = static_cast<size_t>(c);
+    if (i >= collectives().size()) throw std::invalid_argument("unknown collective");
+    return collectives()[i];
+}
+
+double CollectiveInfo::least_moved(int ranks) const {
+    if (rooted) return 1;
+    return static_cast<double>(phases.size()) * (ranks - 1) / ranks;
 }
 
 const char *collective_name(Collective c) { return collective_info(c).name; }
@@ -47,11 +59,9 @@ class DimLoadTracker {
 
     double load(int d) const { return load_[d]; }
 
-    // The tracker charges RS stages (an All-Reduce's AG half mirrors them) or, for a
-    // standalone AG, its AG stages.
+    // The tracker charges the first phase's stages (a second phase mirrors them).
     void charge(Collective coll, const ChunkSchedule &chunk) {
-        const Phase charged =
-            collective_info(coll).reduces ? Phase::ReduceScatter : Phase::AllGather;
+        const Phase charged = collective_info(coll).phases.front();
         for (const Stage &s : chunk.stages)
             if (s.phase == charged) charge(s.dim, s.phase, s.input_bytes);
     }
@@ -61,7 +71,7 @@ class DimLoadTracker {
     double stage_cost(int d, Phase phase, double input) const {
         const Dimension &dim = topo_.dim(d);
         double t = stage_bytes_sent(dim, phase, input) / sustained_bandwidth(dim);
-        return model_ == LoadModel::Latency ? t + stage_latency(dim) : t;
+        return model_ == LoadModel::Latency ? t + stage_latency(dim, phase) : t;
     }
 
     void charge(int d, Phase phase, double input) { load_[d] += stage_cost(d, phase, input); }
@@ -79,7 +89,8 @@ std::vector<int> active_dims(const Topology &topo) {
     return dims;
 }
 
-// Appends stages along `order`, tracking the chunk's size as it shrinks (RS) or grows (AG).
+// Appends stages along `order`, tracking the chunk's size as it shrinks (a narrowing
+// phase) or grows (a widening one).
 double append_stages(const Topology &topo, Phase phase, const std::vector<int> &order, double input,
                      std::vector<Stage> &out) {
     for (int d : order) {
@@ -117,17 +128,14 @@ std::vector<int> themis_order(const Topology &topo, const DimLoadTracker &tracke
 
 std::vector<Stage> chunk_stages(const Topology &topo, Collective coll,
                                 const std::vector<int> &order, double bytes) {
-    const CollectiveInfo &info = collective_info(coll);
+    const std::vector<Phase> &phases = collective_info(coll).phases;
     std::vector<Stage> stages;
-    stages.reserve(2 * order.size());
-    if (!info.reduces) {
-        append_stages(topo, Phase::AllGather, order, bytes / topo.size(), stages);
-        return stages;
-    }
-    const double reduced = append_stages(topo, Phase::ReduceScatter, order, bytes, stages);
-    if (info.gathers)
-        append_stages(topo, Phase::AllGather, std::vector<int>(order.rbegin(), order.rend()),
-                      reduced, stages);
+    stages.reserve(phases.size() * order.size());
+    const double input = phase_info(phases.front()).narrows ? bytes : bytes / topo.size();
+    const double left = append_stages(topo, phases.front(), order, input, stages);
+    if (phases.size() > 1)
+        append_stages(topo, phases[1], std::vector<int>(order.rbegin(), order.rend()), left,
+                      stages);
     return stages;
 }
 
@@ -145,8 +153,9 @@ std::vector<ChunkSchedule> schedule_chunks(const Topology &topo, Collective coll
         ChunkSchedule chunk;
         chunk.bytes = bytes;
         const bool themis = params.policy == Policy::Themis && !ascending.empty();
-        // A standalone AG goes most loaded first; RS (and All-Reduce) least loaded first.
-        const bool gather = !collective_info(coll).reduces;
+        // A first phase that widens (a standalone AG) goes most loaded first; one that
+        // narrows least loaded first.
+        const bool gather = !phase_info(collective_info(coll).phases.front()).narrows;
         const std::vector<int> &baseline = gather ? descending : ascending;
         const std::vector<int> order =
             themis ? themis_order(topo, tracker, baseline, gather, bytes, params.threshold)
@@ -175,17 +184,17 @@ std::vector<double> carried_load(const Topology &topo, Collective coll,
     return out;
 }
 
-std::vector<int> rs_order(const ChunkSchedule &c) {
+std::vector<int> narrowing_order(const ChunkSchedule &c) {
     std::vector<int> o;
     for (const Stage &s : c.stages)
-        if (s.phase == Phase::ReduceScatter) o.push_back(s.dim);
+        if (phase_info(s.phase).narrows) o.push_back(s.dim);
     return o;
 }
 
-std::vector<int> ag_order(const ChunkSchedule &c) {
+std::vector<int> widening_order(const ChunkSchedule &c) {
     std::vector<int> o;
     for (const Stage &s : c.stages)
-        if (s.phase == Phase::AllGather) o.push_back(s.dim);
+        if (!phase_info(s.phase).narrows) o.push_back(s.dim);
     return o;
 }
 

@@ -11,6 +11,10 @@
 //             each other the chunk takes the baseline order (so the first chunk
 //             always does). For All-Reduce the AG order is the reverse of the RS order.
 //
+// Other collectives follow their description (CollectiveInfo): a first phase that
+// narrows goes like RS, one that widens like a standalone AG, and a second phase runs
+// the first one's order reversed.
+//
 // Dimensions with a single peer take no stage. The result depends only on the
 // arguments, so every rank computes the same schedule.
 #pragma once
@@ -24,22 +28,36 @@
 
 namespace themis {
 
-enum class Collective { AllReduce, ReduceScatter, AllGather };
+enum class Collective { AllReduce, ReduceScatter, AllGather, Bcast, Reduce };
 
-// What a collective is made of, one row per collective (scheduler.cpp): everything the
-// core asks of a collective follows from these.
-//   reduces   its chunks pass Reduce-Scatter stages (the tracker charges those); without,
-//             each rank brings only its own block (All-Gather)
-//   gathers   its chunks pass All-Gather stages; without, each rank keeps only its own
-//             block (Reduce-Scatter)
-// Both: All-Reduce, one vector cut into chunks, the AG stages the RS ones reversed.
+// A collective is a description: the phases (cost_model.h) each of its chunks goes
+// through, one row per collective (scheduler.cpp). Everything the core asks of a
+// collective (its stages, the tracker's charges, the pieces' layout, the ideal bound)
+// follows from these.
+//   phases      a chunk's phases in order: the first visits the chunk's dimension order,
+//               a second visits it reversed (All-Reduce: RS then AG)
+//   one_vector  every rank's buffer is the whole vector, cut into chunks and each chunk
+//               into one piece per rank (All-Reduce, Bcast, Reduce); otherwise each rank
+//               brings, or keeps, only its own block (Reduce-Scatter, All-Gather)
+//   rooted      one rank, the root, alone holds the input (Bcast) or the result (Reduce)
+//
+//   collective      phases        every rank moves, at the least (ideal_time)
+//   All-Reduce      RS, AG        2 S (N-1)/N
+//   Reduce-Scatter  RS            S (N-1)/N
+//   All-Gather      AG            S (N-1)/N
+//   Bcast           Scatter, AG   S: every rank but the root receives all of it
+//   Reduce          RS, Gather    S: every rank but the root sends all of it
 struct CollectiveInfo {
     Collective id;
     const char *name;
-    bool reduces, gathers;
-    bool one_vector() const { return reduces && gathers; }
-    int phases() const { return int(reduces) + int(gathers); }
+    std::vector<Phase> phases;
+    bool one_vector, rooted;
+    // The share of the buffer's S bytes the busiest rank moves over its links, on N ranks.
+    double least_moved(int ranks) const;
 };
+// Every row, in enum order (its names are the collectives' names everywhere: themis-sim's
+// options, the component's messages).
+const std::vector<CollectiveInfo> &collectives();
 const CollectiveInfo &collective_info(Collective c);
 enum class Policy { Baseline = THEMIS_POLICY_BASELINE, Themis = THEMIS_POLICY_THEMIS };
 // What the Dim Load Tracker charges for a stage placed on a dimension:
@@ -68,17 +86,17 @@ struct Stage {
 };
 
 struct ChunkSchedule {
-    // The chunk's size: for All-Reduce its share of the vector, for RS its input
-    // summed over all ranks' blocks, for AG its output summed over all ranks.
+    // The chunk's size: for a one-vector collective its share of the vector, for RS its
+    // input summed over all ranks' blocks, for AG its output summed over all ranks.
     double bytes = 0;
-    std::vector<Stage> stages; // in execution order: RS stages, then AG stages
+    std::vector<Stage> stages; // in execution order: the first phase's, then the second's
 };
 
 // Splitter: `chunks` pieces of total/chunks bytes, the last taking the remainder.
 std::vector<double> split_bytes(double total, int chunks);
 
-// The stages of a chunk of `bytes` (as ChunkSchedule::bytes) that takes `order`: its RS
-// order (an All-Reduce's AG stages run it backwards), or a standalone AG's gather order,
+// The stages of a chunk of `bytes` (as ChunkSchedule::bytes) that takes `order`: the order
+// of its first phase (a second phase runs it backwards); a first phase that widens starts
 // from this rank's 1/N share.
 std::vector<Stage> chunk_stages(const Topology &topo, Collective coll,
                                 const std::vector<int> &order, double bytes);
@@ -100,8 +118,9 @@ std::vector<double> carried_load(const Topology &topo, Collective coll,
                                  const SchedulerParams &params, const std::vector<double> &carried,
                                  double unit);
 
-// The dimension orders of one chunk (the order its RS stages, and its AG stages, visit).
-std::vector<int> rs_order(const ChunkSchedule &c);
-std::vector<int> ag_order(const ChunkSchedule &c);
+// The dimension orders of one chunk: the order its narrowing stages (RS, Scatter) visit,
+// and the order its widening ones (AG, Gather) visit.
+std::vector<int> narrowing_order(const ChunkSchedule &c);
+std::vector<int> widening_order(const ChunkSchedule &c);
 
 } // namespace themis

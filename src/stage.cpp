@@ -119,8 +119,8 @@ void StageAlgorithm::send(int peer, int lo, int hi, int step) {
 }
 
 void StageAlgorithm::receive(int peer, int lo, int hi, int step) {
-    const auto kind =
-        reduce_scatter() ? Transfer::Kind::ReceiveReduce : Transfer::Kind::ReceiveCopy;
+    const auto kind = phase_info(ctx_.op().phase).reduces ? Transfer::Kind::ReceiveReduce
+                                                          : Transfer::Kind::ReceiveCopy;
     receives_.emplace_back(ctx_, kind, peer, lo, hi, ctx_.tag_base() + step);
 }
 

@@ -94,15 +94,18 @@ std::vector<ChunkFootprint> chunk_footprints(const Plan &plan) {
             f.bytes += r.length;
         }
         if (first[k] < 0) continue;
-        // All-Gather needs only this rank's own piece to start: its first stage's own
-        // block. Reduce-Scatter leaves only this rank's piece meaningful: its last
-        // stage's own block. Everything else needs (or yields) the whole chunk.
+        // A first phase that widens (All-Gather) needs only this rank's own piece to
+        // start: its first stage's own block. A last phase that narrows (Reduce-Scatter)
+        // leaves only this rank's piece meaningful: its last stage's own block.
+        // Everything else needs (or yields) the whole chunk.
         const PlanOp &head = plan.ops[first[k]], &tail = plan.ops[last[k]];
         std::vector<ByteRange> whole;
         for (const StagedRange &r : f.runs) whole.push_back({r.offset, r.length});
         const CollectiveInfo &info = collective_info(plan.collective);
-        f.initial = place(info.reduces ? whole : block_ranges(head, head.my_block), f.runs);
-        f.result = place(info.gathers ? whole : block_ranges(tail, tail.my_block), f.runs);
+        const bool whole_in = phase_info(info.phases.front()).narrows;
+        const bool whole_out = !phase_info(info.phases.back()).narrows;
+        f.initial = place(whole_in ? whole : block_ranges(head, head.my_block), f.runs);
+        f.result = place(whole_out ? whole : block_ranges(tail, tail.my_block), f.runs);
     }
     return out;
 }

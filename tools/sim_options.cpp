@@ -48,10 +48,10 @@ One run:
                      0.56/0.78/0.94 (the emulated network's); one curve for all dimensions
                      or one per dimension, "1" a full link (default: 1, one stage fills it,
                      as the component without a measured curve)
-  --size S           bytes: All-Reduce the vector, Reduce-Scatter each rank's input (all
+  --size S           bytes: All-Reduce, Bcast and Reduce the vector, Reduce-Scatter each rank's input (all
                      blocks), All-Gather each rank's output. Suffixes K, M, G, T (or KB, MB,
                      ...) are decimal, KiB, MiB, GiB, TiB binary: 64M, 1G, 100MB, 1.5GiB, 1e8
-  --collective C     allreduce (default), reduce_scatter, allgather
+  --collective C     allreduce (default), reduce_scatter, allgather, bcast, reduce
 Defaults are the component's (one table: src/settings.h), "as" the parameter they mirror.
   --chunks N|auto    chunks the collective is split into, at most
                      (default {chunks}, as coll_themis_chunks); auto (or 0): the planner
@@ -240,11 +240,9 @@ const std::vector<OptionSpec> &option_specs() {
          }},
         {"collective", true,
          [](Options &o, const std::string &v) {
-             o.run.collective =
-                 parse_choice<Collective>("collective", v,
-                                          {{"allreduce", Collective::AllReduce},
-                                           {"reduce_scatter", Collective::ReduceScatter},
-                                           {"allgather", Collective::AllGather}});
+             std::vector<const char *> names;
+             for (const CollectiveInfo &row : collectives()) names.push_back(row.name);
+             o.run.collective = collectives()[parse_name("collective", v, names)].id;
          }},
         {"policy", true,
          [](Options &o, const std::string &v) {

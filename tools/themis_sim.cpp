@@ -101,7 +101,7 @@ void print_orders(std::ostream &out, const SimResult &r, int count) {
     for (size_t k = 0; k < shown; ++k) {
         const ChunkSchedule &chunk = r.schedule[k];
         out << "  chunk " << k << " (" << format_si(chunk.bytes, "B") << "):";
-        const auto rs = rs_order(chunk), ag = ag_order(chunk);
+        const auto rs = narrowing_order(chunk), ag = widening_order(chunk);
         if (!rs.empty()) out << " RS " << join(rs);
         if (!ag.empty()) out << " AG " << join(ag);
         out << "\n";

@@ -28,7 +28,7 @@ class Direct : public StageAlgorithm {
 
     void start() {
         started_ = true;
-        const bool rs = reduce_scatter();
+        const bool rs = narrows();
         for (int i = 1; i < n(); ++i) {
             const int peer = wrap(me() + i);
             if (rs)

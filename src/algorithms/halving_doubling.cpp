@@ -43,7 +43,7 @@ class HalvingDoubling : public StageAlgorithm {
 
   private:
     void reset() override {
-        rs_ = reduce_scatter();
+        rs_ = narrows();
         mask_ = rs_ ? n() / 2 : 1;
         lo_ = rs_ ? 0 : me();
         hi_ = rs_ ? n() : me() + 1;

@@ -1,6 +1,7 @@
 // registry: the table of per-dimension algorithms (see registry.h).
 #include "registry.h"
 
+#include "../cost_model.h"
 #include "../stage.h"
 
 namespace themis {
@@ -9,6 +10,7 @@ namespace themis {
 std::unique_ptr<StageAlgorithm> make_ring(const StageContext &ctx);
 std::unique_ptr<StageAlgorithm> make_halving_doubling(const StageContext &ctx);
 std::unique_ptr<StageAlgorithm> make_direct(const StageContext &ctx);
+std::unique_ptr<StageAlgorithm> make_linear(const StageContext &ctx);
 
 namespace {
 
@@ -28,6 +30,14 @@ StepPeers neighbours(int me, int n) { return {{(me + 1) % n}, {(me + n - 1) % n}
 // Halving-doubling: the partner that differs in the lowest bit; any step moves data alike.
 StepPeers partner(int me, int) { return {{me ^ 1}, {me ^ 1}}; }
 
+// Linear: the root peer (taken as peer 0) and every other.
+StepPeers root_and_others(int me, int n) {
+    if (me != 0) return {{0}, {0}};
+    StepPeers peers;
+    for (int c = 1; c < n; ++c) peers.to.push_back(c), peers.from.push_back(c);
+    return peers;
+}
+
 // Direct: every peer at once.
 StepPeers everyone(int me, int n) {
     StepPeers all;
@@ -36,9 +46,8 @@ StepPeers everyone(int me, int n) {
     return all;
 }
 
-} // namespace
-
-const std::vector<AlgorithmInfo> &algorithms() {
+// Every row: the exchange algorithms, then the rooted one.
+const std::vector<AlgorithmInfo> &all_rows() {
     // One row per algorithm, its fields laid out as the comment in it says.
     // clang-format off
     static const std::vector<AlgorithmInfo> table = {
@@ -51,12 +60,25 @@ const std::vector<AlgorithmInfo> &algorithms() {
              make_halving_doubling},
         {Algorithm::Direct, "direct", "", {"fc"},
              [](int n) { return n > 1 ? 1 : 0; }, any_peers, "", everyone, make_direct},
+        {Algorithm::Linear, "linear", "", {},
+             [](int n) { return n > 1 ? 1 : 0; }, any_peers, "", root_and_others, make_linear},
     };
     // clang-format on
     return table;
 }
 
-const AlgorithmInfo &algorithm_info(Algorithm a) { return algorithms().at(size_t(a)); }
+} // namespace
+
+const std::vector<AlgorithmInfo> &algorithms() {
+    static const std::vector<AlgorithmInfo> exchange(all_rows().begin(), all_rows().end() - 1);
+    return exchange;
+}
+
+const AlgorithmInfo &algorithm_info(Algorithm a) { return all_rows().at(size_t(a)); }
+
+Algorithm stage_algorithm_for(Algorithm dimension, Phase phase) {
+    return phase_info(phase).rooted ? Algorithm::Linear : dimension;
+}
 
 const char *algorithm_name(Algorithm a) { return algorithm_info(a).name.c_str(); }
 

@@ -8,6 +8,12 @@
 //            and one row in registry.cpp, with its value in enum Algorithm below
 //
 // Nothing outside this file and registry.cpp names an algorithm's spelling or its rules.
+//
+// Phases. The rows of algorithms() run the exchange phases (Reduce-Scatter, All-Gather): a
+// dimension runs one of them, chosen by the spec or the planner. The rooted phases
+// (Scatter, Gather) run the one rooted algorithm, linear (its own row, outside
+// algorithms()), whatever the dimension's: the root peer's link carries all the stage's
+// bytes whichever way they go, and one step is the least latency.
 #pragma once
 
 #include <memory>
@@ -19,10 +25,13 @@ namespace themis {
 
 class StageContext;   // stage.h
 class StageAlgorithm; // stage.h
+enum class Phase;     // cost_model.h
 
-// How one Reduce-Scatter or All-Gather stage runs on a dimension: one value per row of the
-// table in registry.cpp, in the same order (Dimension::alternatives holds 1 << value).
-enum class Algorithm { Ring, HalvingDoubling, Direct };
+// How one stage runs on a dimension: one value per row of the table in registry.cpp, in
+// the same order (Dimension::alternatives holds 1 << value); the exchange algorithms, then
+// the rooted one.
+enum class Algorithm { Ring, HalvingDoubling, Direct, Linear };
+constexpr int kAlgorithmKinds = 4;
 
 // The peers a rank talks to in one step of the algorithm: what calibration measures.
 struct StepPeers {
@@ -41,8 +50,9 @@ struct AlgorithmInfo {
     std::unique_ptr<StageAlgorithm> (*make)(const StageContext &ctx);
 };
 
-// Every row, in enum order.
+// Every exchange algorithm's row, in enum order: what a dimension may run.
 const std::vector<AlgorithmInfo> &algorithms();
+// Any row, the rooted one's too.
 const AlgorithmInfo &algorithm_info(Algorithm a);
 
 const char *algorithm_name(Algorithm a);
@@ -52,6 +62,10 @@ std::string algorithm_label(Algorithm a);
 std::optional<Algorithm> find_algorithm(const std::string &text);
 // Every name, for a message: "ring, hd (halving-doubling) or direct".
 std::string algorithm_choices();
+
+// What a stage of `phase` runs on a dimension whose algorithm is `dimension`: that, or
+// linear for a rooted phase.
+Algorithm stage_algorithm_for(Algorithm dimension, Phase phase);
 
 // Creates the stage the algorithm runs (the row's factory).
 std::unique_ptr<StageAlgorithm> make_stage_algorithm(Algorithm algorithm, const StageContext &ctx);

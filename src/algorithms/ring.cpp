@@ -37,7 +37,7 @@ class Ring : public StageAlgorithm {
 
     void start_step() {
         started_ = true;
-        const int out = wrap(reduce_scatter() ? me() - step_ - 1 : me() - step_);
+        const int out = wrap(narrows() ? me() - step_ - 1 : me() - step_);
         const int in = wrap(out - 1);
         receive(wrap(me() - 1), in, in + 1, step_);
         send(wrap(me() + 1), out, out + 1, step_);

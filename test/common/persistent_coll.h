@@ -14,6 +14,8 @@
 #define Persistent_reduce_scatter_init MPI_Reduce_scatter_init
 #define Persistent_reduce_scatter_block_init MPI_Reduce_scatter_block_init
 #define Persistent_allgather_init MPI_Allgather_init
+#define Persistent_bcast_init MPI_Bcast_init
+#define Persistent_reduce_init MPI_Reduce_init
 #else
 #include <mpi-ext.h>
 #if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
@@ -25,6 +27,8 @@
 #define Persistent_reduce_scatter_init MPIX_Reduce_scatter_init
 #define Persistent_reduce_scatter_block_init MPIX_Reduce_scatter_block_init
 #define Persistent_allgather_init MPIX_Allgather_init
+#define Persistent_bcast_init MPIX_Bcast_init
+#define Persistent_reduce_init MPIX_Reduce_init
 #endif
 
 #endif

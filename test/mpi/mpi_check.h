@@ -14,8 +14,17 @@
 
 /* The collectives checked: the four themis takes first (--collectives, --big), then
  * those it does not take, checked with the same machinery. Names: coll_names. */
-enum { C_ALLREDUCE, C_REDUCE_SCATTER, C_REDUCE_SCATTER_BLOCK, C_ALLGATHER, C_MAIN_COLLS,
-       C_REDUCE = C_MAIN_COLLS, C_IALLREDUCE, C_SCAN };
+enum {
+    C_ALLREDUCE,
+    C_REDUCE_SCATTER,
+    C_REDUCE_SCATTER_BLOCK,
+    C_ALLGATHER,
+    C_MAIN_COLLS,
+    C_REDUCE = C_MAIN_COLLS,
+    C_IALLREDUCE,
+    C_SCAN,
+    C_BCAST
+};
 extern const char *const coll_names[];
 
 typedef struct {
@@ -25,20 +34,20 @@ typedef struct {
     int nsizes;
     size_t chunks, min_bytes;
     int large, many, cycles, big, max_report, verbose;
-    int nonblocking; /* the four collectives as MPI_I...: started, then MPI_Test polled */
-    int free_early;  /* persistent: the op and datatypes freed right after the init calls */
+    int nonblocking;   /* the four collectives as MPI_I...: started, then MPI_Test polled */
+    int free_early;    /* persistent: the op and datatypes freed right after the init calls */
     unsigned info_via; /* 1: MPI_Comm_dup_with_info, 2: MPI_Comm_set_info, 4: set_info late */
     const char *info_key, *info_value; /* --info-policy / --info-transport */
-    const char *types; /* NULL = every type of the table */
+    const char *types;                 /* NULL = every type of the table */
     uint64_t seed;
 } options_t;
 extern options_t opt;
 
 /* ====================================================================== bookkeeping */
 
-extern int g_rank, g_size;        /* in MPI_COMM_WORLD */
-extern long g_cases, g_failed;    /* cases run; cases that failed on this rank */
-extern bool g_check_holes;        /* check the holes of receive datatypes (see family_holes) */
+extern int g_rank, g_size;     /* in MPI_COMM_WORLD */
+extern long g_cases, g_failed; /* cases run; cases that failed on this rank */
+extern bool g_check_holes;     /* check the holes of receive datatypes (see family_holes) */
 
 /* One case: what it is (for messages) and how many problems it found. */
 typedef struct {
@@ -62,8 +71,7 @@ void *xmalloc(size_t bytes);
 /* ====================================================================== input values */
 
 /* splitmix64's finalizer: the hash every input value and seed comes from. */
-static inline uint64_t mix64(uint64_t x)
-{
+static inline uint64_t mix64(uint64_t x) {
     x += 0x9e3779b97f4a7c15ULL;
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
     x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
@@ -72,7 +80,17 @@ static inline uint64_t mix64(uint64_t x)
 
 /* How a case generates its inputs (and, for predefined ops, which op it applies). */
 typedef enum {
-    K_SUM, K_PROD, K_MIN, K_MAX, K_LAND, K_LOR, K_LXOR, K_BAND, K_BOR, K_BXOR, K_MINLOC,
+    K_SUM,
+    K_PROD,
+    K_MIN,
+    K_MAX,
+    K_LAND,
+    K_LOR,
+    K_LXOR,
+    K_BAND,
+    K_BOR,
+    K_BXOR,
+    K_MINLOC,
     K_MAXLOC,
     K_SUMFRAC, /* MPI_SUM over fractional values: compared with a tolerance */
     K_DATA,    /* any valid values (allgather, user ops, overflow tests) */
@@ -126,8 +144,7 @@ typedef struct layout {
 /* The layout of predefined datatype t. */
 layout predefined(const type_desc *t);
 /* Commits derived type dt over MPI_INT (its ints at offs, ext ints apart) into *L. */
-void derived_int(layout *L, const char *name, MPI_Datatype dt, int nblk, const int *offs,
-                 int ext);
+void derived_int(layout *L, const char *name, MPI_Datatype dt, int nblk, const int *offs, int ext);
 /* Frees a layout made by derived_int. */
 void free_derived(layout *L);
 /* Whether L's base elements lie packed, without holes. */
@@ -138,8 +155,8 @@ size_t span(const layout *L, size_t count);
 void to_typed(const layout *L, unsigned char *typed, const unsigned char *packed, size_t first,
               size_t n);
 /* Copies typed elements [first, first+n) to n packed elements. */
-void from_typed(const layout *L, unsigned char *packed, const unsigned char *typed,
-                size_t first, size_t n);
+void from_typed(const layout *L, unsigned char *packed, const unsigned char *typed, size_t first,
+                size_t n);
 
 /* ====================================================================== ops */
 
@@ -148,9 +165,9 @@ typedef void (*ref_fn)(void *acc, const void *in, size_t bytes);
 
 typedef struct op_case {
     const char *name;
-    kind_t kind;  /* input generation (and the predefined op) */
+    kind_t kind; /* input generation (and the predefined op) */
     MPI_Op op;
-    ref_fn ref;   /* user ops: the reference; NULL: the base type's reduce for `kind` */
+    ref_fn ref; /* user ops: the reference; NULL: the base type's reduce for `kind` */
 } op_case;
 
 /* The case of predefined op kind k (K_DATA: for allgather, no op). */
@@ -177,7 +194,7 @@ typedef struct {
 #define NCOMMS_MAX 8
 extern comm_info g_comms[NCOMMS_MAX]; /* --comms: the communicators most families use */
 extern int g_ncomms;
-extern comm_info g_world;             /* MPI_COMM_WORLD, always */
+extern comm_info g_world; /* MPI_COMM_WORLD, always */
 
 /* Inputs of the next case on c: the same on all ranks of c. */
 uint64_t next_seed(comm_info *c);
@@ -192,15 +209,20 @@ void comm_info_free(comm_info *c);
 typedef struct {
     int coll;
     comm_info *c;
-    const layout *L;      /* datatype (receive datatype for allgather) */
-    const layout *SL;     /* allgather: a different send datatype, else NULL */
-    const op_case *oc;    /* reductions */
-    size_t count;         /* allreduce/reduce/scan: count; rsb/allgather: per rank */
-    const int *rcounts;   /* reduce_scatter */
-    int root;             /* reduce */
+    const layout *L;    /* datatype (receive datatype for allgather) */
+    const layout *SL;   /* allgather: a different send datatype, else NULL */
+    const op_case *oc;  /* reductions */
+    size_t count;       /* allreduce/reduce/scan: count; rsb/allgather: per rank */
+    const int *rcounts; /* reduce_scatter */
+    int root;           /* reduce, bcast */
+    int form;           /* reduce, bcast: FORM_BLOCKING, FORM_NONBLOCKING, FORM_PERSISTENT */
     int inplace;
-    const char *variant;  /* extra text for messages */
+    const char *variant; /* extra text for messages */
 } spec_t;
+
+/* How run_spec calls a rooted collective: MPI_Bcast; MPI_Ibcast polled with MPI_Test
+ * (after warm_up); MPI(X)_Bcast_init, started once, waited for and freed. */
+enum { FORM_BLOCKING, FORM_NONBLOCKING, FORM_PERSISTENT };
 
 /* Runs one checked blocking allreduce on c, once: themis sets c up in it. */
 void warm_up(comm_info *c);
@@ -236,20 +258,21 @@ void run_four(comm_info *c, const char *type, kind_t k, int inplace);
 
 /* The families of cases (--tests, --info-*, --big): over data in mpi_check_families.c, over
  * communicators in mpi_check_comms.c: */
-void family_sizes(void);       /* a few datatypes over the whole size sweep */
-void family_types(void);       /* every predefined datatype with every op it allows */
-void family_derived(void);     /* derived datatypes: contiguous and vector */
-void family_userop(void);      /* commutative and non-commutative user ops */
-void family_self(void);        /* MPI_COMM_SELF */
-void family_others(void);      /* collectives themis does not take */
-void family_many(void);        /* many communicators alive at once */
-void family_cycles(void);      /* communicators created, used and freed in turn */
-void family_inherit(void);     /* a later communicator starts with the crossover's decisions */
-void family_quirks(void);      /* Open MPI's own deviations: as without themis */
-void family_holes(void);       /* the holes of MINLOC/MAXLOC pair types */
-void family_info(void);        /* --info-policy / --info-transport */
-void family_big(void);         /* --big: more than 2^31 bytes in one call */
+void family_sizes(void);   /* a few datatypes over the whole size sweep */
+void family_types(void);   /* every predefined datatype with every op it allows */
+void family_derived(void); /* derived datatypes: contiguous and vector */
+void family_userop(void);  /* commutative and non-commutative user ops */
+void family_self(void);    /* MPI_COMM_SELF */
+void family_others(void);  /* collectives themis does not take */
+void family_many(void);    /* many communicators alive at once */
+void family_cycles(void);  /* communicators created, used and freed in turn */
+void family_inherit(void); /* a later communicator starts with the crossover's decisions */
+void family_quirks(void);  /* Open MPI's own deviations: as without themis */
+void family_holes(void);   /* the holes of MINLOC/MAXLOC pair types */
+void family_info(void);    /* --info-policy / --info-transport */
+void family_big(void);     /* --big: more than 2^31 bytes in one call */
+void family_rooted(void);  /* MPI_Bcast and MPI_Reduce, every form, several roots */
 /* and in mpi_check_nonblocking.c: */
 void family_nonblocking(void); /* many nonblocking calls in flight */
 void family_persistent(void);  /* persistent requests (MPIX_*_init) */
-void family_nbfail(void);      /* a failed nonblocking call's error (THEMIS_TEST_FAIL_NONBLOCKING) */
+void family_nbfail(void); /* a failed nonblocking call's error (THEMIS_TEST_FAIL_NONBLOCKING) */

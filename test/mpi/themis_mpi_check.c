@@ -46,13 +46,30 @@
 /* ====================================================================== options */
 
 const char *const coll_names[] = {"allreduce", "reduce_scatter", "reduce_scatter_block",
-                                  "allgather", "reduce", "iallreduce", "scan"};
+                                  "allgather", "reduce",         "iallreduce",
+                                  "scan",      "bcast"};
 
-enum { F_SIZES, F_TYPES, F_DERIVED, F_USEROP, F_SELF, F_OTHERS, F_MANY, F_CYCLES,
-       F_QUIRKS, F_HOLES, F_NONBLOCKING, F_PERSISTENT, F_NBFAIL, F_INHERIT, F_COUNT };
-static const char *const family_names[] = {"sizes", "types", "derived", "userop", "self",
-                                           "others", "many", "cycles", "quirks", "holes",
-                                           "nonblocking", "persistent", "nbfail", "inherit"};
+enum {
+    F_SIZES,
+    F_TYPES,
+    F_DERIVED,
+    F_USEROP,
+    F_SELF,
+    F_OTHERS,
+    F_MANY,
+    F_CYCLES,
+    F_QUIRKS,
+    F_HOLES,
+    F_NONBLOCKING,
+    F_PERSISTENT,
+    F_NBFAIL,
+    F_INHERIT,
+    F_ROOTED,
+    F_COUNT
+};
+static const char *const family_names[] = {
+    "sizes",  "types", "derived",     "userop",     "self",   "others",  "many",  "cycles",
+    "quirks", "holes", "nonblocking", "persistent", "nbfail", "inherit", "rooted"};
 
 enum { CM_WORLD, CM_DUP, CM_REV, CM_HALF, CM_COUNT };
 static const char *const comm_kinds[] = {"world", "dup", "rev", "half"};
@@ -71,53 +88,51 @@ comm_info g_world;
 
 /* ====================================================================== main */
 
-static void usage(void)
-{
-    printf(
-        "usage: themis_mpi_check [options]\n"
-        "  --tests LIST        families: sizes,types,derived,userop,self,others,many,cycles,\n"
-        "                      quirks,holes,nonblocking,persistent, all (default) or none;\n"
-        "                      nbfail (not in all: with THEMIS_TEST_FAIL_NONBLOCKING=1),\n"
-        "                      inherit (not in all: a duplicate starts with the crossover's\n"
-        "                      decisions; check_crossover.sh reads its stats)\n"
-        "  --collectives LIST  allreduce,reduce_scatter,reduce_scatter_block,allgather or all\n"
-        "  --comms LIST        world,dup,rev,half or all (default all): MPI_COMM_WORLD, a dup\n"
-        "                      (chk_dup), a split with ranks reversed (chk_rev), halves split\n"
-        "                      by rank parity (chk_half)\n"
-        "  --in-place MODE     no | yes | both (default no)\n"
-        "  --sizes LIST        explicit counts for the sizes family (default: computed)\n"
-        "  --types LIST        datatypes of the types family, e.g. MPI_INT,MPI_SHORT_INT "
-        "(default all)\n"
-        "  --chunks N          coll_themis_chunks in force "
-        "(default: $OMPI_MCA_coll_themis_chunks or 64)\n"
-        "  --min-bytes N       coll_themis_min_bytes in force "
-        "(default: $OMPI_MCA_coll_themis_min_bytes or 65536)\n"
-        "  --no-large          leave out the ~1M-element counts\n"
-        "  --nonblocking       the four collectives of every family as MPI_Iallreduce, ...,\n"
-        "                      completed by MPI_Test polling (after one blocking call per\n"
-        "                      communicator: themis sets communicators up in blocking calls)\n"
-        "  --free-early        persistent: make the requests of full-size communicators\n"
-        "                      with a user op and contig(3,MPI_INT), freed right after the\n"
-        "                      init calls (only where themis runs them: Open MPI 4.1's own\n"
-        "                      persistent collectives need them until the request is freed)\n"
-        "  --many N            communicators alive at once (default 20)\n"
-        "  --cycles N          create/use/free cycles (default 50)\n"
-        "  --info-policy P     also give MPI_COMM_WORLD dups the MPI_Info key themis_policy=P\n"
-        "                      and use them: chk_info_P (MPI_Comm_dup_with_info) and\n"
-        "                      chk_setinfo_P (MPI_Comm_set_info)\n"
-        "  --info-transport T  the same with the key themis_transport=T (chk_info_T, ...)\n"
-        "  --info-node-transport T  the same with the key themis_node_transport=T\n"
-        "  --info-via LIST     dup,set or both (default): which of the two; late: a plain\n"
-        "                      dup used (chk_late_before), then given the key by\n"
-        "                      MPI_Comm_set_info and used again (chk_late_P)\n"
-        "  --big[=LIST]        only the > 2^31-byte test, for LIST collectives "
-        "(default allreduce)\n"
-        "  --seed N  --max-report N  --verbose N (0 quiet, 1 default, 2 every case)\n");
+static void usage(void) {
+    printf("usage: themis_mpi_check [options]\n"
+           "  --tests LIST        families: sizes,types,derived,userop,self,others,many,cycles,\n"
+           "                      quirks,holes,nonblocking,persistent,rooted, all (default) or\n"
+           "                      none;\n"
+           "                      nbfail (not in all: with THEMIS_TEST_FAIL_NONBLOCKING=1),\n"
+           "                      inherit (not in all: a duplicate starts with the crossover's\n"
+           "                      decisions; check_crossover.sh reads its stats)\n"
+           "  --collectives LIST  allreduce,reduce_scatter,reduce_scatter_block,allgather or all\n"
+           "  --comms LIST        world,dup,rev,half or all (default all): MPI_COMM_WORLD, a dup\n"
+           "                      (chk_dup), a split with ranks reversed (chk_rev), halves split\n"
+           "                      by rank parity (chk_half)\n"
+           "  --in-place MODE     no | yes | both (default no)\n"
+           "  --sizes LIST        explicit counts for the sizes family (default: computed)\n"
+           "  --types LIST        datatypes of the types family, e.g. MPI_INT,MPI_SHORT_INT "
+           "(default all)\n"
+           "  --chunks N          coll_themis_chunks in force "
+           "(default: $OMPI_MCA_coll_themis_chunks or 64)\n"
+           "  --min-bytes N       coll_themis_min_bytes in force "
+           "(default: $OMPI_MCA_coll_themis_min_bytes or 65536)\n"
+           "  --no-large          leave out the ~1M-element counts\n"
+           "  --nonblocking       the four collectives of every family as MPI_Iallreduce, ...,\n"
+           "                      completed by MPI_Test polling (after one blocking call per\n"
+           "                      communicator: themis sets communicators up in blocking calls)\n"
+           "  --free-early        persistent: make the requests of full-size communicators\n"
+           "                      with a user op and contig(3,MPI_INT), freed right after the\n"
+           "                      init calls (only where themis runs them: Open MPI 4.1's own\n"
+           "                      persistent collectives need them until the request is freed)\n"
+           "  --many N            communicators alive at once (default 20)\n"
+           "  --cycles N          create/use/free cycles (default 50)\n"
+           "  --info-policy P     also give MPI_COMM_WORLD dups the MPI_Info key themis_policy=P\n"
+           "                      and use them: chk_info_P (MPI_Comm_dup_with_info) and\n"
+           "                      chk_setinfo_P (MPI_Comm_set_info)\n"
+           "  --info-transport T  the same with the key themis_transport=T (chk_info_T, ...)\n"
+           "  --info-node-transport T  the same with the key themis_node_transport=T\n"
+           "  --info-via LIST     dup,set or both (default): which of the two; late: a plain\n"
+           "                      dup used (chk_late_before), then given the key by\n"
+           "                      MPI_Comm_set_info and used again (chk_late_P)\n"
+           "  --big[=LIST]        only the > 2^31-byte test, for LIST collectives "
+           "(default allreduce)\n"
+           "  --seed N  --max-report N  --verbose N (0 quiet, 1 default, 2 every case)\n");
 }
 
 static unsigned parse_list(const char *s, const char *const *names, int n, const char *what,
-                           bool *ok)
-{
+                           bool *ok) {
     if (strcmp(s, "all") == 0) return (1u << n) - 1;
     if (strcmp(s, "none") == 0) return 0;
     unsigned mask = 0;
@@ -136,14 +151,12 @@ static unsigned parse_list(const char *s, const char *const *names, int n, const
     return mask;
 }
 
-static size_t env_size(const char *name, size_t fallback)
-{
+static size_t env_size(const char *name, size_t fallback) {
     const char *v = getenv(name);
-    return v && *v ? (size_t) strtoull(v, NULL, 0) : fallback;
+    return v && *v ? (size_t)strtoull(v, NULL, 0) : fallback;
 }
 
-static bool parse_options(int argc, char **argv)
-{
+static bool parse_options(int argc, char **argv) {
     /* nbfail and inherit: asked for only */
     opt.families = ((1u << F_COUNT) - 1) & ~(1u << F_NBFAIL) & ~(1u << F_INHERIT);
     opt.colls = (1u << C_MAIN_COLLS) - 1;
@@ -154,20 +167,53 @@ static bool parse_options(int argc, char **argv)
     opt.min_bytes = env_size("OMPI_MCA_coll_themis_min_bytes", 65536);
     opt.large = 1, opt.many = 20, opt.cycles = 50, opt.max_report = 30, opt.verbose = 1;
     opt.seed = 20240229;
-    enum { O_TESTS = 256, O_COLLS, O_COMMS, O_INPLACE, O_SIZES, O_CHUNKS, O_MINB, O_NOLARGE,
-           O_MANY, O_CYCLES, O_INFO, O_BIG, O_SEED, O_MAXREP, O_VERBOSE, O_HELP, O_TYPES,
-           O_INFOVIA, O_INFOTRANSPORT, O_INFONODE, O_NONBLOCKING, O_FREEEARLY };
-    static const struct option lo[] = {
-        {"tests", 1, 0, O_TESTS}, {"collectives", 1, 0, O_COLLS}, {"comms", 1, 0, O_COMMS},
-        {"in-place", 1, 0, O_INPLACE}, {"sizes", 1, 0, O_SIZES}, {"chunks", 1, 0, O_CHUNKS},
-        {"min-bytes", 1, 0, O_MINB}, {"no-large", 0, 0, O_NOLARGE}, {"many", 1, 0, O_MANY},
-        {"cycles", 1, 0, O_CYCLES}, {"info-policy", 1, 0, O_INFO}, {"big", 2, 0, O_BIG},
-        {"seed", 1, 0, O_SEED}, {"max-report", 1, 0, O_MAXREP}, {"verbose", 1, 0, O_VERBOSE},
-        {"help", 0, 0, O_HELP}, {"types", 1, 0, O_TYPES},
-        {"info-via", 1, 0, O_INFOVIA}, {"info-transport", 1, 0, O_INFOTRANSPORT},
-        {"info-node-transport", 1, 0, O_INFONODE},
-        {"nonblocking", 0, 0, O_NONBLOCKING}, {"free-early", 0, 0, O_FREEEARLY},
-        {0, 0, 0, 0}};
+    enum {
+        O_TESTS = 256,
+        O_COLLS,
+        O_COMMS,
+        O_INPLACE,
+        O_SIZES,
+        O_CHUNKS,
+        O_MINB,
+        O_NOLARGE,
+        O_MANY,
+        O_CYCLES,
+        O_INFO,
+        O_BIG,
+        O_SEED,
+        O_MAXREP,
+        O_VERBOSE,
+        O_HELP,
+        O_TYPES,
+        O_INFOVIA,
+        O_INFOTRANSPORT,
+        O_INFONODE,
+        O_NONBLOCKING,
+        O_FREEEARLY
+    };
+    static const struct option lo[] = {{"tests", 1, 0, O_TESTS},
+                                       {"collectives", 1, 0, O_COLLS},
+                                       {"comms", 1, 0, O_COMMS},
+                                       {"in-place", 1, 0, O_INPLACE},
+                                       {"sizes", 1, 0, O_SIZES},
+                                       {"chunks", 1, 0, O_CHUNKS},
+                                       {"min-bytes", 1, 0, O_MINB},
+                                       {"no-large", 0, 0, O_NOLARGE},
+                                       {"many", 1, 0, O_MANY},
+                                       {"cycles", 1, 0, O_CYCLES},
+                                       {"info-policy", 1, 0, O_INFO},
+                                       {"big", 2, 0, O_BIG},
+                                       {"seed", 1, 0, O_SEED},
+                                       {"max-report", 1, 0, O_MAXREP},
+                                       {"verbose", 1, 0, O_VERBOSE},
+                                       {"help", 0, 0, O_HELP},
+                                       {"types", 1, 0, O_TYPES},
+                                       {"info-via", 1, 0, O_INFOVIA},
+                                       {"info-transport", 1, 0, O_INFOTRANSPORT},
+                                       {"info-node-transport", 1, 0, O_INFONODE},
+                                       {"nonblocking", 0, 0, O_NONBLOCKING},
+                                       {"free-early", 0, 0, O_FREEEARLY},
+                                       {0, 0, 0, 0}};
     bool ok = true;
     int o;
     opterr = g_rank == 0;
@@ -184,22 +230,26 @@ static bool parse_options(int argc, char **argv)
             opt.comms = parse_list(optarg, comm_kinds, CM_COUNT, "communicator", &ok);
             break;
         case O_INPLACE:
-            if (!strcmp(optarg, "no")) opt.inplace_lo = opt.inplace_hi = 0;
-            else if (!strcmp(optarg, "yes")) opt.inplace_lo = opt.inplace_hi = 1;
-            else if (!strcmp(optarg, "both")) opt.inplace_lo = 0, opt.inplace_hi = 1;
-            else ok = false;
+            if (!strcmp(optarg, "no"))
+                opt.inplace_lo = opt.inplace_hi = 0;
+            else if (!strcmp(optarg, "yes"))
+                opt.inplace_lo = opt.inplace_hi = 1;
+            else if (!strcmp(optarg, "both"))
+                opt.inplace_lo = 0, opt.inplace_hi = 1;
+            else
+                ok = false;
             break;
         case O_SIZES: {
             char *copy = strdup(optarg), *save = NULL;
             opt.nsizes = 0;
             for (char *t = strtok_r(copy, ",", &save); t && opt.nsizes < 64;
                  t = strtok_r(NULL, ",", &save))
-                opt.sizes[opt.nsizes++] = (size_t) strtoull(t, NULL, 0);
+                opt.sizes[opt.nsizes++] = (size_t)strtoull(t, NULL, 0);
             free(copy);
             break;
         }
-        case O_CHUNKS: opt.chunks = (size_t) strtoull(optarg, NULL, 0); break;
-        case O_MINB: opt.min_bytes = (size_t) strtoull(optarg, NULL, 0); break;
+        case O_CHUNKS: opt.chunks = (size_t)strtoull(optarg, NULL, 0); break;
+        case O_MINB: opt.min_bytes = (size_t)strtoull(optarg, NULL, 0); break;
         case O_NOLARGE: opt.large = 0; break;
         case O_NONBLOCKING: opt.nonblocking = 1; break;
         case O_FREEEARLY: opt.free_early = 1; break;
@@ -223,7 +273,9 @@ static bool parse_options(int argc, char **argv)
         case O_SEED: opt.seed = strtoull(optarg, NULL, 0); break;
         case O_MAXREP: opt.max_report = atoi(optarg); break;
         case O_VERBOSE: opt.verbose = atoi(optarg); break;
-        case O_HELP: if (g_rank == 0) usage(); return false;
+        case O_HELP:
+            if (g_rank == 0) usage();
+            return false;
         default: ok = false;
         }
     }
@@ -233,8 +285,7 @@ static bool parse_options(int argc, char **argv)
     return ok;
 }
 
-static void make_comms(void)
-{
+static void make_comms(void) {
     comm_info_init(&g_world, MPI_COMM_WORLD, NULL);
     g_ncomms = 0;
     if (opt.comms & (1u << CM_WORLD)) g_comms[g_ncomms++] = g_world;
@@ -254,18 +305,16 @@ static void make_comms(void)
     if (g_ncomms == 0) g_comms[g_ncomms++] = g_world;
 }
 
-static void sanity_check_types(void)
-{
+static void sanity_check_types(void) {
     for (size_t t = 0; t < ntypes; t++) {
         MPI_Aint lb, ext;
         MPI_Type_get_extent(types[t].dt, &lb, &ext);
-        if ((size_t) ext != types[t].size)
-            die("%s: MPI extent %ld != sizeof %zu", types[t].name, (long) ext, types[t].size);
+        if ((size_t)ext != types[t].size)
+            die("%s: MPI extent %ld != sizeof %zu", types[t].name, (long)ext, types[t].size);
     }
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &g_size);
@@ -283,9 +332,9 @@ int main(int argc, char **argv)
                opt.inplace_lo == opt.inplace_hi ? (opt.inplace_lo ? "yes" : "no") : "both");
 
     static void (*const families[F_COUNT])(void) = {
-        family_sizes, family_types, family_derived, family_userop, family_self,
-        family_others, family_many, family_cycles, family_quirks, family_holes,
-        family_nonblocking, family_persistent, family_nbfail, family_inherit};
+        family_sizes,       family_types,      family_derived, family_userop,  family_self,
+        family_others,      family_many,       family_cycles,  family_quirks,  family_holes,
+        family_nonblocking, family_persistent, family_nbfail,  family_inherit, family_rooted};
     const double t_start = MPI_Wtime();
     if (opt.big) {
         family_big();

@@ -34,12 +34,19 @@ TEST(AlgorithmRegistry, RowsFollowTheEnum) {
     const std::vector<AlgorithmInfo> &rows = algorithms();
     for (size_t i = 0; i < rows.size(); ++i) {
         EXPECT_EQ(int(rows[i].id), int(i)) << rows[i].name;
-        EXPECT_EQ(&algorithm_info(rows[i].id), &rows[i]);
+        EXPECT_EQ(algorithm_info(rows[i].id).name, rows[i].name);
         EXPECT_EQ(algorithm_name(rows[i].id), rows[i].name);
         EXPECT_TRUE(rows[i].steps && rows[i].accepts && rows[i].step_peers && rows[i].make);
         EXPECT_EQ(rows[i].needs.empty(), rows[i].accepts(3) && rows[i].accepts(6))
             << rows[i].name << ": a row that refuses some peer counts says what it needs";
     }
+    // The rooted algorithm has its row after them, and no dimension may be given it.
+    EXPECT_EQ(int(rows.size()) + 1, kAlgorithmKinds);
+    EXPECT_EQ(algorithm_info(Algorithm::Linear).name, "linear");
+    EXPECT_FALSE(find_algorithm("linear"));
+    EXPECT_EQ(stage_algorithm_for(Algorithm::Ring, Phase::Scatter), Algorithm::Linear);
+    EXPECT_EQ(stage_algorithm_for(Algorithm::Ring, Phase::Gather), Algorithm::Linear);
+    EXPECT_EQ(stage_algorithm_for(Algorithm::Direct, Phase::AllGather), Algorithm::Direct);
 }
 
 TEST(AlgorithmRegistry, EveryNameAndAliasParsesBackToItsRow) {
@@ -236,7 +243,8 @@ TEST(AlgorithmRegistry, EveryAcceptedRowRunsItsStepsOnLoopback) {
                 // Each step of a stage has its own tag: as many tags as steps on every rank,
                 // and the cost model counts the same.
                 const int steps = row.steps(n);
-                EXPECT_EQ(stage_steps(themis_test::dim(n, 1e9, 0, row.id)), steps);
+                EXPECT_EQ(stage_steps(themis_test::dim(n, 1e9, 0, row.id), Phase::ReduceScatter),
+                          steps);
                 for (int r = 0; r < n; ++r) {
                     EXPECT_EQ(int(run.logs[r]->steps.size()), steps) << "rank " << r;
                     if (n == 1) continue;

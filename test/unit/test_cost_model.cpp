@@ -41,31 +41,33 @@ TEST(CostModelBytes, SinglePeerDimensionSendsNothing) {
     Dimension d = dim(1, 1e9, 1e-6);
     EXPECT_EQ(stage_bytes_sent(d, Phase::ReduceScatter, 1000), 0.0);
     EXPECT_EQ(stage_bytes_sent(d, Phase::AllGather, 1000), 0.0);
-    EXPECT_EQ(stage_steps(d), 0);
+    EXPECT_EQ(stage_steps(d, Phase::ReduceScatter), 0);
     EXPECT_EQ(stage_time(d, Phase::ReduceScatter, 1000), 0.0);
 }
 
 TEST(CostModelSteps, RingTakesNMinusOneSteps) {
-    for (int n : {2, 3, 4, 7, 16}) EXPECT_EQ(stage_steps(dim(n, 1, 0, Algorithm::Ring)), n - 1);
+    for (int n : {2, 3, 4, 7, 16})
+        EXPECT_EQ(stage_steps(dim(n, 1, 0, Algorithm::Ring), Phase::ReduceScatter), n - 1);
 }
 
 TEST(CostModelSteps, HalvingDoublingTakesLog2NSteps) {
-    EXPECT_EQ(stage_steps(dim(2, 1, 0, Algorithm::HalvingDoubling)), 1);
-    EXPECT_EQ(stage_steps(dim(4, 1, 0, Algorithm::HalvingDoubling)), 2);
-    EXPECT_EQ(stage_steps(dim(8, 1, 0, Algorithm::HalvingDoubling)), 3);
-    EXPECT_EQ(stage_steps(dim(64, 1, 0, Algorithm::HalvingDoubling)), 6);
-    EXPECT_EQ(stage_steps(dim(1024, 1, 0, Algorithm::HalvingDoubling)), 10);
+    EXPECT_EQ(stage_steps(dim(2, 1, 0, Algorithm::HalvingDoubling), Phase::ReduceScatter), 1);
+    EXPECT_EQ(stage_steps(dim(4, 1, 0, Algorithm::HalvingDoubling), Phase::ReduceScatter), 2);
+    EXPECT_EQ(stage_steps(dim(8, 1, 0, Algorithm::HalvingDoubling), Phase::ReduceScatter), 3);
+    EXPECT_EQ(stage_steps(dim(64, 1, 0, Algorithm::HalvingDoubling), Phase::ReduceScatter), 6);
+    EXPECT_EQ(stage_steps(dim(1024, 1, 0, Algorithm::HalvingDoubling), Phase::ReduceScatter), 10);
 }
 
 TEST(CostModelSteps, DirectTakesOneStep) {
-    for (int n : {2, 3, 8, 100}) EXPECT_EQ(stage_steps(dim(n, 1, 0, Algorithm::Direct)), 1);
+    for (int n : {2, 3, 8, 100})
+        EXPECT_EQ(stage_steps(dim(n, 1, 0, Algorithm::Direct), Phase::ReduceScatter), 1);
 }
 
 TEST(CostModelTime, StageTimeIsStepsTimesLatencyPlusBytesOverBandwidth) {
     // Ring of 5, 2 us per step, 10 GB/s, RS of 1 MB:
     //   4 steps x 2 us = 8 us; 0.8 MB / 10 GB/s = 80 us; total 88 us.
     Dimension ring = dim(5, 10e9, 2e-6, Algorithm::Ring);
-    EXPECT_NEAR(stage_latency(ring), 8e-6, 1e-18);
+    EXPECT_NEAR(stage_latency(ring, Phase::ReduceScatter), 8e-6, 1e-18);
     EXPECT_NEAR(stage_bandwidth_time(ring, Phase::ReduceScatter, 1e6), 80e-6, 1e-15);
     EXPECT_NEAR(stage_time(ring, Phase::ReduceScatter, 1e6), 88e-6, 1e-15);
     // Halving-doubling of 8, 1 us per step, 1 GB/s, AG of input 1 KB (output 8 KB):
@@ -118,3 +120,20 @@ TEST(CostModelNames, PhaseNames) {
 }
 
 } // namespace
+
+TEST(CostModelRooted, ScatterMovesWhatAnRsMovesAndGatherWhatAnAgMovesInOneStep) {
+    // The root peer of a Scatter sends every block but its own: (n-1)/n of its input, as
+    // an RS rank does; a Gather's root receives (n-1) blocks, as an AG rank does. Either
+    // takes one step (linear), whatever the dimension's algorithm.
+    const Dimension ring = dim(5, 10e9, 2e-6, Algorithm::Ring);
+    EXPECT_DOUBLE_EQ(stage_bytes_sent(ring, Phase::Scatter, 1000), 800);
+    EXPECT_DOUBLE_EQ(stage_output_bytes(ring, Phase::Scatter, 1000), 200);
+    EXPECT_DOUBLE_EQ(stage_bytes_sent(ring, Phase::Gather, 200), 800);
+    EXPECT_DOUBLE_EQ(stage_output_bytes(ring, Phase::Gather, 200), 1000);
+    EXPECT_EQ(stage_steps(ring, Phase::Scatter), 1);
+    EXPECT_EQ(stage_steps(ring, Phase::Gather), 1);
+    EXPECT_EQ(stage_steps(ring, Phase::ReduceScatter), 4);
+    EXPECT_EQ(stage_steps(dim(1, 1e9, 1e-6), Phase::Scatter), 0);
+    EXPECT_STREQ(phase_name(Phase::Scatter), "SC");
+    EXPECT_STREQ(phase_name(Phase::Gather), "GA");
+}

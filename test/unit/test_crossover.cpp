@@ -17,7 +17,7 @@ using Runner = Crossover::Runner;
 
 namespace {
 
-constexpr int kAllreduce = 0, kAllgather = 3;
+constexpr int kAllreduce = 0, kAllgather = 3, kCollectives = 4; // the component's numbering
 constexpr size_t k64K = size_t(64) << 10;
 
 // The steps of a bin's first `n` calls of `bytes`.
@@ -49,7 +49,7 @@ void run_trial(Crossover &c, int collective, size_t bytes, double themis, double
 } // namespace
 
 TEST(Crossover, ATrialRunsEachModuleBackToBackTimingAllButItsFirstThenAgrees) {
-    Crossover c;
+    Crossover c(kCollectives);
     const std::vector<Crossover::Step> s = steps(c, kAllreduce, k64K, 8);
     // Call 0: themis untimed; 1: themis timed; 2: agree, then below untimed; 3-4: below
     // timed; 5: themis untimed; 6: themis timed; 7: agree.
@@ -70,7 +70,7 @@ TEST(Crossover, ATrialRunsEachModuleBackToBackTimingAllButItsFirstThenAgrees) {
 TEST(Crossover, ABinClearlyUnderTheBoundIsDecidedAtTheFirstAgreementUntried) {
     // Themis timed at 1 ms; the module below could take no less than 1.2 ms: 1.1 x 1 <= 1.2,
     // so the bin is themis's from the third call on, and nothing runs below.
-    Crossover c;
+    Crossover c(kCollectives);
     steps(c, kAllreduce, k64K, 2);
     c.record(kAllreduce, k64K, Runner::kThemis, 1e-3);
     ASSERT_TRUE(c.step(kAllreduce, k64K).agree);
@@ -88,7 +88,7 @@ TEST(Crossover, ABinNearTheBoundGoesOnToTheTrial) {
     // by that much), so the trial runs the module below next; no bound at all (0: the rates
     // are defaults) decides nothing either.
     for (double bound : {1.1e-3, 0.0}) {
-        Crossover c;
+        Crossover c(kCollectives);
         steps(c, kAllreduce, k64K, 2);
         c.record(kAllreduce, k64K, Runner::kThemis, 1.05e-3);
         ASSERT_TRUE(c.step(kAllreduce, k64K).agree);
@@ -103,7 +103,7 @@ TEST(Crossover, ABinNearTheBoundGoesOnToTheTrial) {
 TEST(Crossover, ATimeTheNetworkCannotGiveDecidesNothingUntried) {
     // Themis timed at 1.5 ms where it needs at least 3 ms (the links' rates): a burst carried
     // that one call. Far under the module below's 4 ms least, it still goes to trial.
-    Crossover c;
+    Crossover c(kCollectives);
     steps(c, kAllgather, k64K, 2);
     c.record(kAllgather, k64K, Runner::kThemis, 1.5e-3);
     ASSERT_TRUE(c.step(kAllgather, k64K).agree);
@@ -111,7 +111,7 @@ TEST(Crossover, ATimeTheNetworkCannotGiveDecidesNothingUntried) {
               Runner::kBelow);
     EXPECT_FALSE(c.decided(kAllgather, k64K).has_value());
     // Within kBelievable of its least time it is believed: 2.9 ms against 3 ms.
-    Crossover d;
+    Crossover d(kCollectives);
     steps(d, kAllgather, k64K, 2);
     d.record(kAllgather, k64K, Runner::kThemis, 2.9e-3);
     ASSERT_TRUE(d.step(kAllgather, k64K).agree);
@@ -121,7 +121,7 @@ TEST(Crossover, ATimeTheNetworkCannotGiveDecidesNothingUntried) {
 
 TEST(Crossover, TheFinalAgreementIgnoresTheBound) {
     // At the trial's end the measured times decide, whatever the model said.
-    Crossover c;
+    Crossover c(kCollectives);
     run_trial(c, kAllreduce, k64K, 2e-3, 1e-3);
     EXPECT_EQ(c.decide(kAllreduce, k64K, c.trial_times(kAllreduce, k64K), {1.0, 0}),
               Runner::kBelow);
@@ -145,6 +145,10 @@ TEST(Crossover, TheModuleBelowsLeastTimeIsTheBetterOfARingAndTheLevels) {
     // One phase for a Reduce-Scatter or an All-Gather: half of it.
     EXPECT_NEAR(below_lower_bound(topo, Collective::AllGather, 1e6), 0.03, 1e-12);
     EXPECT_NEAR(below_lower_bound(topo, Collective::ReduceScatter, 1e6), 0.03, 1e-12);
+    // Bcast and Reduce: every rank but the root moves all S, over every dimension at once at
+    // best (a tree may keep off the slow links): S / 37.5e6 = 0.02667 s.
+    EXPECT_NEAR(below_lower_bound(topo, Collective::Bcast, 1e6), 1e6 / 37.5e6, 1e-12);
+    EXPECT_NEAR(below_lower_bound(topo, Collective::Reduce, 1e6), 1e6 / 37.5e6, 1e-12);
     // Themis's own bound there, every dimension at once: 2 S 7/8 / 37.5e6 = 0.0467 s, under.
     EXPECT_LT(ideal_time(topo, Collective::AllReduce, 1e6),
               below_lower_bound(topo, Collective::AllReduce, 1e6));
@@ -155,7 +159,7 @@ TEST(Crossover, TheModuleBelowsLeastTimeIsTheBetterOfARingAndTheLevels) {
 }
 
 TEST(Crossover, DecisionsPassToAnotherCommunicatorButNotIntoATrialUnderWay) {
-    Crossover first;
+    Crossover first(kCollectives);
     run_trial(first, kAllreduce, k64K, 2e-3, 1e-3);
     first.decide(kAllreduce, k64K, first.trial_times(kAllreduce, k64K));
     run_trial(first, kAllgather, 4 * k64K, 1e-3, 2e-3);
@@ -163,7 +167,7 @@ TEST(Crossover, DecisionsPassToAnotherCommunicatorButNotIntoATrialUnderWay) {
     const std::vector<Crossover::Decision> decided = first.decisions();
     ASSERT_EQ(decided.size(), 2u);
 
-    Crossover next;
+    Crossover next(kCollectives);
     next.step(kAllgather, 4 * k64K); // a trial under way: it runs out
     next.adopt(decided);
     EXPECT_EQ(next.decided(kAllreduce, k64K), Runner::kBelow);
@@ -173,7 +177,7 @@ TEST(Crossover, DecisionsPassToAnotherCommunicatorButNotIntoATrialUnderWay) {
 }
 
 TEST(Crossover, TheBinGoesToTheFasterForGoodAndIsNeverTimedAgain) {
-    Crossover c;
+    Crossover c(kCollectives);
     run_trial(c, kAllreduce, k64K, 0.002, 0.001);
     EXPECT_EQ(c.decide(kAllreduce, k64K, c.trial_times(kAllreduce, k64K)), Runner::kBelow);
     for (const Crossover::Step &s : steps(c, kAllreduce, k64K, 20)) {
@@ -190,7 +194,7 @@ TEST(Crossover, TheBinGoesToTheFasterForGoodAndIsNeverTimedAgain) {
 TEST(Crossover, ThemisWinsABinOnlyByTheMargin) {
     // The module below at 1 ms: themis takes the bin at 0.89 ms (11 % faster), not at
     // 0.95 ms (5 % faster; the allgather trial that OSU's long run then found 2x slower).
-    Crossover c;
+    Crossover c(kCollectives);
     run_trial(c, kAllgather, k64K, 0.95e-3, 1e-3);
     EXPECT_EQ(c.decide(kAllgather, k64K, c.trial_times(kAllgather, k64K)), Runner::kBelow);
     run_trial(c, kAllgather, 2 * k64K, 0.89e-3, 1e-3);
@@ -200,7 +204,7 @@ TEST(Crossover, ThemisWinsABinOnlyByTheMargin) {
 TEST(Crossover, TrialTimesAreEachRunsMean) {
     // Skew moves time between calls (12 + 8 ms on themis: one call finished early at a late
     // rank, the next waited): the mean holds, 15 and 10 ms.
-    Crossover c;
+    Crossover c(kCollectives);
     const double below[] = {0.020, 0.010}, themis[] = {0.012, 0.008};
     int b = 0, t = 0, agreements = 0;
     for (;;) {
@@ -220,14 +224,14 @@ TEST(Crossover, TrialTimesAreEachRunsMean) {
 TEST(Crossover, ARunnerNeverTimedCountsAsInfinitelySlow) {
     // A rank whose timed runs failed records nothing: its times are infinite, and the
     // agreement (the largest over the ranks) sends the bin below on every rank.
-    Crossover c;
+    Crossover c(kCollectives);
     for (int i = 0; i < 8; ++i) c.step(kAllreduce, k64K);
     EXPECT_TRUE(std::isinf(c.trial_times(kAllreduce, k64K).themis));
     EXPECT_EQ(c.decide(kAllreduce, k64K, c.trial_times(kAllreduce, k64K)), Runner::kBelow);
 }
 
 TEST(Crossover, SizesOutsideTheMeasuredRangeAreNeverTried) {
-    Crossover c;
+    Crossover c(kCollectives);
     for (size_t bytes : {size_t(0), size_t(1), Crossover::kFloorBytes - 1}) {
         EXPECT_EQ(c.decided(kAllreduce, bytes), Runner::kBelow) << bytes;
         const Crossover::Step s = c.step(kAllreduce, bytes);
@@ -246,7 +250,7 @@ TEST(Crossover, SizesOutsideTheMeasuredRangeAreNeverTried) {
 }
 
 TEST(Crossover, BinsArePowersOfTwoPerCollective) {
-    Crossover c;
+    Crossover c(kCollectives);
     // 64 KiB and 128 KiB - 1 share a bin: the second size's first call is the trial's second.
     EXPECT_EQ(c.step(kAllreduce, k64K).runner, Runner::kThemis);
     EXPECT_TRUE(c.step(kAllreduce, 2 * k64K - 1).timed) << "the trial's second call is timed";
@@ -262,7 +266,7 @@ TEST(Crossover, BinsArePowersOfTwoPerCollective) {
 TEST(Crossover, RanksWithDifferentClocksDecideAlikeFromAgreedTimes) {
     // Rank 0 alone would pick themis (1 ms vs 2 ms), rank 1 alone below (5 ms vs 3 ms); the
     // agreement takes each runner's slowest rank: themis 5 ms, below 3 ms: below, on both.
-    Crossover rank0, rank1;
+    Crossover rank0(kCollectives), rank1(kCollectives);
     run_trial(rank0, kAllreduce, k64K, 0.001, 0.002);
     run_trial(rank1, kAllreduce, k64K, 0.005, 0.003);
     const Crossover::Times t0 = rank0.trial_times(kAllreduce, k64K),
@@ -273,13 +277,13 @@ TEST(Crossover, RanksWithDifferentClocksDecideAlikeFromAgreedTimes) {
 }
 
 TEST(Crossover, EqualTimesGoBelow) {
-    Crossover c;
+    Crossover c(kCollectives);
     run_trial(c, kAllreduce, k64K, 0.002, 0.002);
     EXPECT_EQ(c.decide(kAllreduce, k64K, c.trial_times(kAllreduce, k64K)), Runner::kBelow);
 }
 
 TEST(Crossover, RejectsACollectiveItDoesNotKnow) {
-    Crossover c;
-    EXPECT_THROW(c.step(Crossover::kCollectives, k64K), std::invalid_argument);
+    Crossover c(kCollectives);
+    EXPECT_THROW(c.step(kCollectives, k64K), std::invalid_argument);
     EXPECT_THROW(c.step(-1, k64K), std::invalid_argument);
 }

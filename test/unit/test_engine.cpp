@@ -126,12 +126,14 @@ struct World {
         req.ordering.intra = config.intra;
         req.ordering.max_active = config.k;
         req.rank = rank;
+        req.root = root;
         auto p = std::make_shared<const Plan>(compile_plan(topo, req));
+        // The baseline: a first phase that narrows ascending, one that widens descending.
+        const bool widens = !phase_info(collective_info(coll).phases.front()).narrows;
         for (const auto &c : p->schedule) {
-            std::vector<int> o = coll == Collective::AllGather ? ag_order(c) : rs_order(c);
-            if (!std::is_sorted(o.begin(), o.end(), [&](int a, int b) {
-                    return coll == Collective::AllGather ? a > b : a < b;
-                }))
+            std::vector<int> o = widens ? widening_order(c) : narrowing_order(c);
+            if (!std::is_sorted(o.begin(), o.end(),
+                                [&](int a, int b) { return widens ? a > b : a < b; }))
                 ++reordered_chunks;
         }
         return p;
@@ -160,6 +162,7 @@ struct World {
     std::vector<std::unique_ptr<CmaTransport>> cma;
     std::vector<std::unique_ptr<RecordingTransport>> transports;
     std::vector<std::unique_ptr<Engine>> engines;
+    int root = 0;              // of the rooted collectives planned here
     long reordered_chunks = 0; // chunks of the plans made here not in the baseline order
     std::vector<std::vector<StageRun>> *traces = nullptr; // set: run() traces every rank
 };
@@ -280,6 +283,60 @@ std::vector<uint64_t> uneven_blocks(uint64_t total, int n, uint64_t seed) {
     return w.clean();
 }
 
+// The roots a rooted collective is checked from: first, last and one in between.
+std::vector<int> some_roots(int n) {
+    std::vector<int> roots = {0};
+    if (n > 2) roots.push_back(n / 2 + 1 < n ? n / 2 + 1 : n / 2);
+    if (n > 1) roots.push_back(n - 1);
+    return roots;
+}
+
+// Bcast from every root of some_roots(): every rank ends with the root's vector.
+::testing::AssertionResult check_bcast(World &w, uint64_t count) {
+    const int n = w.size();
+    for (int root : some_roots(n)) {
+        std::vector<std::vector<int64_t>> buf(n, std::vector<int64_t>(count, -7));
+        for (uint64_t e = 0; e < count; ++e) buf[root][e] = ival(root, e);
+        SumReducer<int64_t> sum; // a Bcast reduces nothing
+        w.root = root;
+        auto ok = run(w, Collective::Bcast, {count}, buf, sum);
+        if (!ok) return ok << " (root " << root << ")";
+        for (int r = 0; r < n; ++r)
+            for (uint64_t e = 0; e < count; ++e)
+                if (buf[r][e] != ival(root, e))
+                    return ::testing::AssertionFailure()
+                           << "bcast from " << root << ": rank " << r << " element " << e << ": "
+                           << buf[r][e] << " != " << ival(root, e);
+        auto clean = w.clean();
+        if (!clean) return clean << " (root " << root << ")";
+    }
+    return ::testing::AssertionSuccess();
+}
+
+// Reduce to every root of some_roots(): the root ends with the sum of every rank's vector.
+::testing::AssertionResult check_reduce(World &w, uint64_t count) {
+    const int n = w.size();
+    for (int root : some_roots(n)) {
+        std::vector<std::vector<int64_t>> buf(n, std::vector<int64_t>(count));
+        for (int r = 0; r < n; ++r)
+            for (uint64_t e = 0; e < count; ++e) buf[r][e] = ival(r, e);
+        SumReducer<int64_t> sum;
+        w.root = root;
+        auto ok = run(w, Collective::Reduce, {count}, buf, sum);
+        if (!ok) return ok << " (root " << root << ")";
+        for (uint64_t e = 0; e < count; ++e) {
+            int64_t want = 0;
+            for (int q = 0; q < n; ++q) want += ival(q, e);
+            if (buf[root][e] != want)
+                return ::testing::AssertionFailure() << "reduce to " << root << ": element " << e
+                                                     << ": " << buf[root][e] << " != " << want;
+        }
+        auto clean = w.clean();
+        if (!clean) return clean << " (root " << root << ")";
+    }
+    return ::testing::AssertionSuccess();
+}
+
 const char *kSpecs[] = {"4",
                         "5",
                         "2x4",
@@ -341,6 +398,14 @@ template <typename Check> void sweep(Check check) {
 
 TEST(EngineSweep, AllReduceMatchesBruteForce) {
     sweep([](World &w, uint64_t count) { return check_allreduce(w, count); });
+}
+
+TEST(EngineSweep, BcastFromFirstLastAndMiddleRootMatchesTheRoot) {
+    sweep([](World &w, uint64_t count) { return check_bcast(w, count); });
+}
+
+TEST(EngineSweep, ReduceToFirstLastAndMiddleRootMatchesBruteForce) {
+    sweep([](World &w, uint64_t count) { return check_reduce(w, count); });
 }
 
 TEST(EngineSweep, ReduceScatterUnevenBlocksMatchesBruteForce) {

@@ -195,7 +195,7 @@ int64_t input_value(int rank, uint64_t element) {
 // Whether some chunk visits the dimensions in other than the baseline order.
 bool reordered(const Plan &p, Collective coll) {
     for (const auto &c : p.schedule) {
-        std::vector<int> o = coll == Collective::AllGather ? ag_order(c) : rs_order(c);
+        std::vector<int> o = coll == Collective::AllGather ? widening_order(c) : narrowing_order(c);
         std::vector<int> sorted = o;
         std::sort(sorted.begin(), sorted.end());
         if (coll == Collective::AllGather) std::reverse(sorted.begin(), sorted.end());

@@ -18,12 +18,12 @@ using Order = std::vector<int>;
 
 std::vector<Order> rs_orders(const std::vector<ChunkSchedule> &s) {
     std::vector<Order> out;
-    for (const auto &c : s) out.push_back(rs_order(c));
+    for (const auto &c : s) out.push_back(narrowing_order(c));
     return out;
 }
 std::vector<Order> ag_orders(const std::vector<ChunkSchedule> &s) {
     std::vector<Order> out;
-    for (const auto &c : s) out.push_back(ag_order(c));
+    for (const auto &c : s) out.push_back(widening_order(c));
     return out;
 }
 
@@ -64,8 +64,8 @@ TEST(SchedulerBaseline, AllReduceAscendingThenDescendingSkippingSinglePeerDims) 
                              params(Policy::Baseline, LoadModel::Latency));
     ASSERT_EQ(s.size(), 5u);
     for (const auto &c : s) {
-        EXPECT_EQ(rs_order(c), (Order{1, 3, 4}));
-        EXPECT_EQ(ag_order(c), (Order{4, 3, 1}));
+        EXPECT_EQ(narrowing_order(c), (Order{1, 3, 4}));
+        EXPECT_EQ(widening_order(c), (Order{4, 3, 1}));
     }
 }
 
@@ -76,12 +76,12 @@ TEST(SchedulerBaseline, StandaloneRsAscendingAgDescending) {
     auto ag = schedule_chunks(t, Collective::AllGather, split_bytes(1e6, 3),
                               params(Policy::Baseline, LoadModel::Reference));
     for (const auto &c : rs) {
-        EXPECT_EQ(rs_order(c), (Order{0, 1, 2}));
-        EXPECT_TRUE(ag_order(c).empty());
+        EXPECT_EQ(narrowing_order(c), (Order{0, 1, 2}));
+        EXPECT_TRUE(widening_order(c).empty());
     }
     for (const auto &c : ag) {
-        EXPECT_EQ(ag_order(c), (Order{2, 1, 0}));
-        EXPECT_TRUE(rs_order(c).empty());
+        EXPECT_EQ(widening_order(c), (Order{2, 1, 0}));
+        EXPECT_TRUE(narrowing_order(c).empty());
     }
 }
 
@@ -168,21 +168,42 @@ TEST(SchedulerPaperExample, Fig7StandaloneAllGatherMostLoadedFirst) {
 }
 
 TEST(SchedulerNames, EachCollectivesRowSaysWhichPhasesItsChunksPass) {
-    // The stages a chunk gets (chunk_stages) follow the row: RS and AG both for
-    // All-Reduce, one of them for the others.
+    // The stages a chunk gets (chunk_stages) follow the row: its first phase over the
+    // order, a second one over the order reversed; sizes shrink by n_d through a narrowing
+    // phase and grow by n_d through a widening one.
     const Topology t({dim(2, 1e9), dim(4, 1e9)});
-    for (Collective c : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather}) {
+    const std::pair<Collective, std::vector<Phase>> expected[] = {
+        {Collective::AllReduce, {Phase::ReduceScatter, Phase::AllGather}},
+        {Collective::ReduceScatter, {Phase::ReduceScatter}},
+        {Collective::AllGather, {Phase::AllGather}},
+        {Collective::Bcast, {Phase::Scatter, Phase::AllGather}},
+        {Collective::Reduce, {Phase::ReduceScatter, Phase::Gather}},
+    };
+    ASSERT_EQ(collectives().size(), std::size(expected));
+    for (const auto &[c, phases] : expected) {
         const CollectiveInfo &info = collective_info(c);
         EXPECT_EQ(info.id, c);
-        int rs = 0, ag = 0;
-        for (const Stage &s : chunk_stages(t, c, {0, 1}, 1e6))
-            ++(s.phase == Phase::ReduceScatter ? rs : ag);
-        EXPECT_EQ(rs, info.reduces ? 2 : 0) << info.name;
-        EXPECT_EQ(ag, info.gathers ? 2 : 0) << info.name;
-        EXPECT_EQ(info.phases(), int(rs > 0) + int(ag > 0)) << info.name;
+        EXPECT_EQ(info.phases, phases) << info.name;
+        const std::vector<Stage> stages = chunk_stages(t, c, {0, 1}, 8e6);
+        std::vector<Stage> want;
+        double bytes = phases[0] == Phase::AllGather ? 1e6 : 8e6; // AG alone: 1/8 in
+        for (int d : {0, 1})
+            want.push_back({d, phases[0], bytes}),
+                bytes *= (phases[0] == Phase::AllGather ? t.dim(d).peers : 1.0 / t.dim(d).peers);
+        if (phases.size() > 1)
+            for (int d : {1, 0}) want.push_back({d, phases[1], bytes}), bytes *= t.dim(d).peers;
+        ASSERT_EQ(stages.size(), want.size()) << info.name;
+        for (size_t i = 0; i < want.size(); ++i) {
+            EXPECT_EQ(stages[i].dim, want[i].dim) << info.name << " stage " << i;
+            EXPECT_EQ(stages[i].phase, want[i].phase) << info.name << " stage " << i;
+            EXPECT_DOUBLE_EQ(stages[i].input_bytes, want[i].input_bytes) << info.name << " " << i;
+        }
     }
-    EXPECT_TRUE(collective_info(Collective::AllReduce).one_vector());
-    EXPECT_FALSE(collective_info(Collective::ReduceScatter).one_vector());
+    EXPECT_TRUE(collective_info(Collective::AllReduce).one_vector);
+    EXPECT_TRUE(collective_info(Collective::Bcast).one_vector);
+    EXPECT_FALSE(collective_info(Collective::ReduceScatter).one_vector);
+    EXPECT_TRUE(collective_info(Collective::Reduce).rooted);
+    EXPECT_FALSE(collective_info(Collective::AllReduce).rooted);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -267,8 +288,8 @@ TEST(SchedulerThreshold, FirstChunkAlwaysBaseline) {
                                          params(Policy::Themis, LoadModel::Latency, th));
                 auto base = schedule_chunks(t, c, split_bytes(1e8, 8),
                                             params(Policy::Baseline, LoadModel::Latency, th));
-                ASSERT_EQ(rs_order(s[0]), rs_order(base[0])) << t.to_spec();
-                ASSERT_EQ(ag_order(s[0]), ag_order(base[0])) << t.to_spec();
+                ASSERT_EQ(narrowing_order(s[0]), narrowing_order(base[0])) << t.to_spec();
+                ASSERT_EQ(widening_order(s[0]), widening_order(base[0])) << t.to_spec();
             }
     }
 }
@@ -371,7 +392,7 @@ std::string check_chunk(const Topology &t, Collective coll, Policy policy, const
     const double n_total = t.size();
     const Order descending(ascending.rbegin(), ascending.rend());
     if (c.bytes != bytes) return "chunk bytes differ from the split";
-    Order rs = rs_order(c), ag = ag_order(c);
+    Order rs = narrowing_order(c), ag = widening_order(c);
     // Phases: all RS stages first, then all AG stages.
     bool seen_ag = false;
     for (const Stage &s : c.stages) {
@@ -446,7 +467,8 @@ TEST(SchedulerInvariants, RandomTopologiesAllCollectivesPoliciesAndModels) {
                         ASSERT_EQ(err, "") << t.to_spec() << " " << collective_name(coll) << " "
                                            << policy_name(policy) << " " << load_model_name(model)
                                            << " chunk " << c << " of " << chunks;
-                        Order o = coll == Collective::AllGather ? ag_order(s[c]) : rs_order(s[c]);
+                        Order o = coll == Collective::AllGather ? widening_order(s[c])
+                                                                : narrowing_order(s[c]);
                         Order base = coll == Collective::AllGather
                                          ? Order(ascending.rbegin(), ascending.rend())
                                          : ascending;

@@ -1,7 +1,8 @@
 /* coll_themis.h: types shared by the component's C glue and its C++ entry points.
  *
- * coll/themis takes the MPI_Allreduce, MPI_Reduce_scatter, MPI_Reduce_scatter_block
- * and MPI_Allgather slots of intra-communicators and runs them as chunked
+ * coll/themis takes the MPI_Allreduce, MPI_Reduce_scatter, MPI_Reduce_scatter_block,
+ * MPI_Allgather, MPI_Bcast and MPI_Reduce slots (THEMIS_COLLECTIVES: each with its
+ * nonblocking and persistent forms) of intra-communicators and runs them as chunked
  * hierarchical collectives scheduled by Themis over the network's dimensions. What
  * it does not accelerate goes, unchanged, to the module that held the slot before it
  * (the "previous" module saved at enable time). */
@@ -29,24 +30,56 @@ enum { THEMIS_CUDA_AUTO = 0, THEMIS_CUDA_STAGED = 1, THEMIS_CUDA_OFF = 2 };
 /* coll_themis_cuda_ipc: the device-direct node dimension. */
 enum { THEMIS_CUDA_IPC_AUTO = 0, THEMIS_CUDA_IPC_OFF = 1 };
 
-/* Every coll slot themis takes over, once: X(slot, ID) with the slot's name in Open MPI's
- * module (coll_<slot>, mca_coll_base_module_<slot>_fn_t) and its index for per-slot
- * bookkeeping (THEMIS_COLL_<ID>). The blocking forms, then the nonblocking and the
- * persistent ones in the same order. Everything per slot (saved previous layer, its lifetime, the
- * module's functions, the stats names) is generated from this list. */
+/* Every collective themis takes over, once: F(X, name, ID, Mpi, Core) with its slot's name in
+ * Open MPI's module (coll_<name>; the nonblocking form coll_i<name>, the persistent one
+ * coll_<name>_init), its index (THEMIS_COLL_<ID>), its MPI name after "MPI_", and the core's
+ * collective that runs it (themis::Collective, C++ only). Its parameters before the
+ * communicator are THEMIS_PARAMS_<name>, beside it. Slots, prototypes, names and counts all
+ * come from this list; F gets X, a macro of its caller's, passed through. A new collective
+ * is a row here, its parameters, and its adapter (coll_themis_entry.h). */
+#define THEMIS_COLLECTIVES(F, X)                                                                   \
+    F(X, allreduce, ALLREDUCE, Allreduce, AllReduce)                                               \
+    F(X, reduce_scatter, REDUCE_SCATTER, Reduce_scatter, ReduceScatter)                            \
+    F(X, reduce_scatter_block, REDUCE_SCATTER_BLOCK, Reduce_scatter_block, ReduceScatter)          \
+    F(X, allgather, ALLGATHER, Allgather, AllGather)                                               \
+    F(X, bcast, BCAST, Bcast, Bcast)                                                               \
+    F(X, reduce, REDUCE, Reduce, Reduce)
+
+#define THEMIS_PARAMS_allreduce                                                                    \
+    (const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op)
+#define THEMIS_PARAMS_reduce_scatter                                                               \
+    (const void *sbuf, void *rbuf, const int *rcounts, struct ompi_datatype_t *dtype,              \
+     struct ompi_op_t *op)
+#define THEMIS_PARAMS_reduce_scatter_block                                                         \
+    (const void *sbuf, void *rbuf, int rcount, struct ompi_datatype_t *dtype, struct ompi_op_t *op)
+#define THEMIS_PARAMS_allgather                                                                    \
+    (const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,         \
+     struct ompi_datatype_t *rdtype)
+#define THEMIS_PARAMS_bcast (void *buff, int count, struct ompi_datatype_t *dtype, int root)
+#define THEMIS_PARAMS_reduce                                                                       \
+    (const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op, \
+     int root)
+
+/* THEMIS_PARAMS(name): a collective's parameters, unparenthesized (the argument is expanded
+ * before THEMIS_UNPAREN applies to it). */
+#define THEMIS_UNPAREN(...) __VA_ARGS__
+#define THEMIS_UNPAREN_PARAMS(params) THEMIS_UNPAREN params
+#define THEMIS_PARAMS(name) THEMIS_UNPAREN_PARAMS(THEMIS_PARAMS_##name)
+
+/* Every slot, X(slot, ID): the blocking forms in the list's order, then the nonblocking and
+ * the persistent ones in the same order. Everything per slot (saved previous layer, its
+ * lifetime, the module's functions, the stats names) is generated from this. */
+#define THEMIS_BLOCKING_SLOT(X, name, id, mpi, core) X(name, id)
+#define THEMIS_NONBLOCKING_SLOT(X, name, id, mpi, core) X(i##name, I##id)
+#define THEMIS_PERSISTENT_SLOT(X, name, id, mpi, core) X(name##_init, id##_INIT)
 #define THEMIS_SLOTS(X)                                                                            \
-    X(allreduce, ALLREDUCE)                                                                        \
-    X(reduce_scatter, REDUCE_SCATTER)                                                              \
-    X(reduce_scatter_block, REDUCE_SCATTER_BLOCK)                                                  \
-    X(allgather, ALLGATHER)                                                                        \
-    X(iallreduce, IALLREDUCE)                                                                      \
-    X(ireduce_scatter, IREDUCE_SCATTER)                                                            \
-    X(ireduce_scatter_block, IREDUCE_SCATTER_BLOCK)                                                \
-    X(iallgather, IALLGATHER)                                                                      \
-    X(allreduce_init, ALLREDUCE_INIT)                                                              \
-    X(reduce_scatter_init, REDUCE_SCATTER_INIT)                                                    \
-    X(reduce_scatter_block_init, REDUCE_SCATTER_BLOCK_INIT)                                        \
-    X(allgather_init, ALLGATHER_INIT)
+    THEMIS_COLLECTIVES(THEMIS_BLOCKING_SLOT, X)                                                    \
+    THEMIS_COLLECTIVES(THEMIS_NONBLOCKING_SLOT, X)                                                 \
+    THEMIS_COLLECTIVES(THEMIS_PERSISTENT_SLOT, X)
+
+#define THEMIS_COLLECTIVE_INDEX(X, name, id, mpi, core) THEMIS_COLLECTIVE_##id,
+enum { THEMIS_COLLECTIVES(THEMIS_COLLECTIVE_INDEX, _) THEMIS_COLLECTIVE_COUNT };
+#undef THEMIS_COLLECTIVE_INDEX
 
 #define THEMIS_SLOT_INDEX(slot, id) THEMIS_COLL_##id,
 enum { THEMIS_SLOTS(THEMIS_SLOT_INDEX) THEMIS_COLL_COUNT };
@@ -128,60 +161,20 @@ OBJ_CLASS_DECLARATION(mca_coll_themis_module_t);
 int mca_coll_themis_init_query(bool enable_progress_threads, bool enable_mpi_threads);
 mca_coll_base_module_t *mca_coll_themis_comm_query(struct ompi_communicator_t *comm, int *priority);
 
-/* Entry points, coll_themis_<collective>.cpp */
-int mca_coll_themis_allreduce(const void *sbuf, void *rbuf, int count,
-                              struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                              struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
-int mca_coll_themis_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
-                                   struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                   struct ompi_communicator_t *comm,
-                                   mca_coll_base_module_t *module);
-int mca_coll_themis_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
-                                         struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                         struct ompi_communicator_t *comm,
-                                         mca_coll_base_module_t *module);
-int mca_coll_themis_allgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
-                              void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
-                              struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
-
-/* Nonblocking forms: the same collectives on the same engine, completed from Open MPI's
- * progress loop (coll_themis_request.h). */
-int mca_coll_themis_iallreduce(const void *sbuf, void *rbuf, int count,
-                               struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                               struct ompi_communicator_t *comm, ompi_request_t **request,
-                               mca_coll_base_module_t *module);
-int mca_coll_themis_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
-                                    struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                    struct ompi_communicator_t *comm, ompi_request_t **request,
-                                    mca_coll_base_module_t *module);
-int mca_coll_themis_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
-                                          struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                          struct ompi_communicator_t *comm,
-                                          ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_themis_iallgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
-                               void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
-                               struct ompi_communicator_t *comm, ompi_request_t **request,
-                               mca_coll_base_module_t *module);
-
-/* Persistent forms (MPI_*_init; in 4.1 MPIX_*_init of the pcollreq extension): every
- * MPI_Start runs the nonblocking form's path on the request made here. */
-int mca_coll_themis_allreduce_init(const void *sbuf, void *rbuf, int count,
-                                   struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                   struct ompi_communicator_t *comm, struct ompi_info_t *info,
-                                   ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_themis_reduce_scatter_init(const void *sbuf, void *rbuf, const int *rcounts,
-                                        struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                        struct ompi_communicator_t *comm, struct ompi_info_t *info,
-                                        ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_themis_reduce_scatter_block_init(const void *sbuf, void *rbuf, int rcount,
-                                              struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                              struct ompi_communicator_t *comm,
-                                              struct ompi_info_t *info, ompi_request_t **request,
-                                              mca_coll_base_module_t *module);
-int mca_coll_themis_allgather_init(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
-                                   void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
-                                   struct ompi_communicator_t *comm, struct ompi_info_t *info,
-                                   ompi_request_t **request, mca_coll_base_module_t *module);
+/* Entry points, coll_themis_<collective>.cpp: the blocking form, the nonblocking one (the same
+ * collective on the same engine, completed from Open MPI's progress loop,
+ * coll_themis_request.h) and the persistent one (MPI_*_init; in 4.1 MPIX_*_init of the
+ * pcollreq extension: every MPI_Start runs the nonblocking form's path). */
+#define THEMIS_PROTOTYPES(X, name, id, mpi, core)                                                  \
+    int mca_coll_themis_##name(THEMIS_PARAMS(name), struct ompi_communicator_t *comm,              \
+                               mca_coll_base_module_t *module);                                    \
+    int mca_coll_themis_i##name(THEMIS_PARAMS(name), struct ompi_communicator_t *comm,             \
+                                ompi_request_t **request, mca_coll_base_module_t *module);         \
+    int mca_coll_themis_##name##_init(THEMIS_PARAMS(name), struct ompi_communicator_t *comm,       \
+                                      struct ompi_info_t *info, ompi_request_t **request,          \
+                                      mca_coll_base_module_t *module);
+THEMIS_COLLECTIVES(THEMIS_PROTOTYPES, _)
+#undef THEMIS_PROTOTYPES
 
 /* coll_themis_component.c: prints a message of help-coll-themis.txt from this
  * process; whether this is the job's first process (to print a message once); puts

@@ -155,6 +155,4 @@ struct Allgather {
 } // namespace
 
 THEMIS_ENTRY_POINTS(allgather, Allgather,
-                    (const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                     ompi_datatype_t *rdtype),
                     (Allgather::Args{sbuf, scount, sdtype, rbuf, rcount, rdtype}))

@@ -259,7 +259,7 @@ struct themis_context {
     mca_coll_themis_module_t *fallback = nullptr;
     // Where themis gets faster than the module below, per collective and size, measured on
     // the communicator's blocking calls (coll_themis_crossover.h).
-    themis::Crossover crossover;
+    themis::Crossover crossover{THEMIS_COLLECTIVE_COUNT};
     themis_context() = default;
     themis_context(const themis_context &) = delete;
     themis_context &operator=(const themis_context &) = delete;

@@ -17,16 +17,21 @@ namespace themis {
 
 namespace {
 
-// The core's collective of a crossover collective (THEMIS_COLL_*, blocking).
+// The core's collective of a crossover collective (THEMIS_COLLECTIVE_*).
 Collective collective_of(int collective) {
-    return collective == THEMIS_COLL_ALLREDUCE   ? Collective::AllReduce
-           : collective == THEMIS_COLL_ALLGATHER ? Collective::AllGather
-                                                 : Collective::ReduceScatter;
+#define THEMIS_CORE_COLLECTIVE(X, name, id, mpi, core) Collective::core,
+    static const Collective cores[THEMIS_COLLECTIVE_COUNT] = {
+        THEMIS_COLLECTIVES(THEMIS_CORE_COLLECTIVE, _)};
+#undef THEMIS_CORE_COLLECTIVE
+    return cores[collective];
 }
 
+// Its name, as its slot's ("allreduce", "bcast", ...).
 const char *collective_name(int collective) {
-    static const char *const names[Crossover::kCollectives] = {"allreduce", "reduce_scatter",
-                                                               "reduce_scatter_block", "allgather"};
+#define THEMIS_SLOT_NAME(X, name, id, mpi, core) #name,
+    static const char *const names[THEMIS_COLLECTIVE_COUNT] = {
+        THEMIS_COLLECTIVES(THEMIS_SLOT_NAME, _)};
+#undef THEMIS_SLOT_NAME
     return names[collective];
 }
 

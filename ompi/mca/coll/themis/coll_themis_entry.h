@@ -132,29 +132,26 @@ std::unique_ptr<Call> nonblocking_call(mca_coll_themis_module_t *m, ompi_communi
     return call;
 }
 
-// THEMIS_SLOTS lists the four blocking forms, then the nonblocking and the persistent ones
-// in the same order: a collective's form f is at its blocking slot + f x 4.
+// THEMIS_SLOTS lists the blocking forms, then the nonblocking and the persistent ones in the
+// same order: a collective's form f is at its blocking slot + f x kCollectives.
 enum Form { kBlocking, kNonblocking, kPersistent };
-constexpr int kCollectives = 4;
+constexpr int kCollectives = THEMIS_COLLECTIVE_COUNT;
 static_assert(THEMIS_COLL_IALLREDUCE == THEMIS_COLL_ALLREDUCE + kCollectives &&
-                  THEMIS_COLL_ALLGATHER_INIT == THEMIS_COLL_ALLGATHER + 2 * kCollectives &&
+                  THEMIS_COLL_ALLREDUCE_INIT == THEMIS_COLL_ALLREDUCE + 2 * kCollectives &&
                   THEMIS_COLL_COUNT == 3 * kCollectives,
               "THEMIS_SLOTS: blocking, nonblocking, persistent, in the same order");
 
 // Each slot's MPI name, for messages.
 inline const char *mpi_name(int slot) {
-    static const char *const names[THEMIS_COLL_COUNT] = {"MPI_Allreduce",
-                                                         "MPI_Reduce_scatter",
-                                                         "MPI_Reduce_scatter_block",
-                                                         "MPI_Allgather",
-                                                         "MPI_Iallreduce",
-                                                         "MPI_Ireduce_scatter",
-                                                         "MPI_Ireduce_scatter_block",
-                                                         "MPI_Iallgather",
-                                                         THEMIS_INIT_NAME("Allreduce"),
-                                                         THEMIS_INIT_NAME("Reduce_scatter"),
-                                                         THEMIS_INIT_NAME("Reduce_scatter_block"),
-                                                         THEMIS_INIT_NAME("Allgather")};
+#define THEMIS_MPI_NAME(X, name, id, mpi, core) "MPI_" #mpi,
+#define THEMIS_IMPI_NAME(X, name, id, mpi, core) "MPI_I" #name,
+#define THEMIS_INIT_MPI_NAME(X, name, id, mpi, core) THEMIS_INIT_NAME(#mpi),
+    static const char *const names[THEMIS_COLL_COUNT] = {
+        THEMIS_COLLECTIVES(THEMIS_MPI_NAME, _) THEMIS_COLLECTIVES(THEMIS_IMPI_NAME, _)
+            THEMIS_COLLECTIVES(THEMIS_INIT_MPI_NAME, _)};
+#undef THEMIS_MPI_NAME
+#undef THEMIS_IMPI_NAME
+#undef THEMIS_INIT_MPI_NAME
     return names[slot];
 }
 
@@ -336,21 +333,19 @@ template <class C> struct Entry {
 };
 
 // The blocking, nonblocking and persistent entry points of collective `slot` (Open MPI's
-// coll_<slot>, coll_i<slot>, coll_<slot>_init), run by Entry<Adapter>: PARAMS, in
-// parentheses, are the parameters before the communicator; ARGS makes Adapter::Args of
-// them (it may use `comm`).
-#define THEMIS_UNPAREN(...) __VA_ARGS__
-#define THEMIS_ENTRY_POINTS(slot, Adapter, PARAMS, ARGS)                                           \
-    extern "C" int mca_coll_themis_##slot(THEMIS_UNPAREN PARAMS, ompi_communicator_t *comm,        \
+// coll_<slot>, coll_i<slot>, coll_<slot>_init, with the parameters THEMIS_PARAMS_<slot>),
+// run by Entry<Adapter>: ARGS makes Adapter::Args of those parameters (it may use `comm`).
+#define THEMIS_ENTRY_POINTS(slot, Adapter, ARGS)                                                   \
+    extern "C" int mca_coll_themis_##slot(THEMIS_PARAMS(slot), ompi_communicator_t *comm,          \
                                           mca_coll_base_module_t *module) {                        \
         return themis::Entry<Adapter>::blocking(ARGS, comm, module);                               \
     }                                                                                              \
-    extern "C" int mca_coll_themis_i##slot(THEMIS_UNPAREN PARAMS, ompi_communicator_t *comm,       \
+    extern "C" int mca_coll_themis_i##slot(THEMIS_PARAMS(slot), ompi_communicator_t *comm,         \
                                            ompi_request_t **request,                               \
                                            mca_coll_base_module_t *module) {                       \
         return themis::Entry<Adapter>::nonblocking(ARGS, comm, request, module);                   \
     }                                                                                              \
-    extern "C" int mca_coll_themis_##slot##_init(THEMIS_UNPAREN PARAMS, ompi_communicator_t *comm, \
+    extern "C" int mca_coll_themis_##slot##_init(THEMIS_PARAMS(slot), ompi_communicator_t *comm,   \
                                                  ompi_info_t *info, ompi_request_t **request,      \
                                                  mca_coll_base_module_t *module) {                 \
         return themis::Entry<Adapter>::persistent(ARGS, comm, info, request, module);              \

@@ -222,11 +222,9 @@ struct ReduceScatterBlock : ReduceScatter {
 
 } // namespace
 
-THEMIS_ENTRY_POINTS(
-    reduce_scatter, ReduceScatter,
-    (const void *sbuf, void *rbuf, const int *rcounts, ompi_datatype_t *dtype, ompi_op_t *op),
-    (ReduceScatter::Args{sbuf, rbuf, Counts::of(rcounts, ompi_comm_size(comm)), dtype, op}))
-THEMIS_ENTRY_POINTS(
-    reduce_scatter_block, ReduceScatterBlock,
-    (const void *sbuf, void *rbuf, int rcount, ompi_datatype_t *dtype, ompi_op_t *op),
-    (ReduceScatter::Args{sbuf, rbuf, Counts::all(rcount, ompi_comm_size(comm)), dtype, op}))
+THEMIS_ENTRY_POINTS(reduce_scatter, ReduceScatter,
+                    (ReduceScatter::Args{sbuf, rbuf, Counts::of(rcounts, ompi_comm_size(comm)),
+                                         dtype, op}))
+THEMIS_ENTRY_POINTS(reduce_scatter_block, ReduceScatterBlock,
+                    (ReduceScatter::Args{sbuf, rbuf, Counts::all(rcount, ompi_comm_size(comm)),
+                                         dtype, op}))
