@@ -10,7 +10,10 @@
 
 #include <mpi.h>
 
-enum coll { C_ALLREDUCE, C_REDUCE_SCATTER, C_REDUCE_SCATTER_BLOCK, C_ALLGATHER, C_COUNT };
+enum coll { C_ALLREDUCE, C_REDUCE_SCATTER, C_REDUCE_SCATTER_BLOCK, C_ALLGATHER, C_BCAST, C_REDUCE,
+            C_COUNT };
+/* The root of MPI_Bcast and MPI_Reduce. */
+enum { BENCH_ROOT = 0 };
 enum dtype { T_FLOAT, T_DOUBLE, T_INT, T_CHAR, T_COUNT };
 enum nb_mode { NB_BLOCKING, NB_OVERLAP, NB_BUCKETS, NB_COUNT };
 
@@ -65,7 +68,7 @@ struct options {
 struct call {
     enum coll coll;
     enum dtype type;
-    size_t count;      /* allreduce: elements; RS/AG: elements per rank (block) */
+    size_t count;      /* allreduce, bcast, reduce: elements; RS/AG: elements per rank (block) */
     int *rcounts;      /* reduce_scatter: count per rank */
     void *sbuf, *rbuf; /* host: the buffers, or with --mem device their host images */
     void *dev_sbuf, *dev_rbuf; /* --mem device: what MPI gets; NULL otherwise */

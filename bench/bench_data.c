@@ -182,6 +182,12 @@ int run_call(const struct call *c, MPI_Comm comm, MPI_Request *req)
     case C_ALLGATHER:
         return req ? MPI_Iallgather(sbuf, n, dt, rbuf, n, dt, comm, req)
                    : MPI_Allgather(sbuf, n, dt, rbuf, n, dt, comm);
+    case C_BCAST: /* rbuf: the root's input, the others' result */
+        return req ? MPI_Ibcast(rbuf, n, dt, BENCH_ROOT, comm, req)
+                   : MPI_Bcast(rbuf, n, dt, BENCH_ROOT, comm);
+    case C_REDUCE:
+        return req ? MPI_Ireduce(sbuf, rbuf, n, dt, MPI_SUM, BENCH_ROOT, comm, req)
+                   : MPI_Reduce(sbuf, rbuf, n, dt, MPI_SUM, BENCH_ROOT, comm);
     default: return MPI_ERR_ARG;
     }
 }
@@ -189,7 +195,8 @@ int run_call(const struct call *c, MPI_Comm comm, MPI_Request *req)
 /* Input and output element counts of this rank. */
 static size_t input_count(const struct call *c, int n)
 {
-    return c->coll == C_ALLGATHER || c->coll == C_ALLREDUCE ? c->count : c->count * (size_t) n;
+    const int per_rank = c->coll == C_REDUCE_SCATTER || c->coll == C_REDUCE_SCATTER_BLOCK;
+    return per_rank ? c->count * (size_t) n : c->count;
 }
 static size_t output_count(const struct call *c, int n)
 {
@@ -204,6 +211,8 @@ void prepare(const struct call *c, int seed)
     const size_t out_bytes = output_count(c, world_size) * type_size(c->type);
     fill(c->sbuf, c->type, first, in, world_rank, seed);
     memset(c->rbuf, 0xff, out_bytes);
+    if (c->coll == C_BCAST && world_rank == BENCH_ROOT) /* its input is in its one buffer */
+        fill(c->rbuf, c->type, 0, in, world_rank, seed);
     if (c->dev_sbuf) {
         to_device(c->dev_sbuf, c->sbuf, in * type_size(c->type));
         to_device(c->dev_rbuf, c->rbuf, out_bytes);
@@ -216,6 +225,12 @@ size_t check(const struct call *c, int seed)
     const int n = world_size;
     size_t bad = 0;
     if (c->dev_rbuf) from_device(c->rbuf, c->dev_rbuf, output_count(c, n) * type_size(c->type));
+    if (c->coll == C_BCAST) {
+        for (size_t i = 0; i < c->count; ++i)
+            bad += !get_equals(c->rbuf, c->type, i, pattern(c->type, BENCH_ROOT, i, seed));
+        return bad;
+    }
+    if (c->coll == C_REDUCE && world_rank != BENCH_ROOT) return 0; /* no result here */
     if (c->coll == C_ALLGATHER) {
         for (int r = 0; r < n; ++r)
             for (size_t k = 0; k < c->count; ++k) {
@@ -226,7 +241,7 @@ size_t check(const struct call *c, int seed)
     }
     int table[64];
     sum_table(c->type, n, seed, table);
-    const size_t first = c->coll == C_ALLREDUCE ? 0 : (size_t) world_rank * c->count;
+    const size_t first = c->coll == C_ALLREDUCE || c->coll == C_REDUCE ? 0 : (size_t) world_rank * c->count;
     for (size_t k = 0; k < c->count; ++k)
         bad += !get_equals(c->rbuf, c->type, k, expected_sum(c->type, table, first + k, seed));
     return bad;
@@ -268,13 +283,15 @@ void free_calls(struct call *calls, int n)
 }
 
 /* Sets every call up for collective c at size S = `bytes`; returns the size one call
- * really moves (RS/AG round S down to whole elements per rank, at least one). */
+ * really moves (RS/AG round S down to whole elements per rank, at least one; the others
+ * move one vector of S). */
 size_t setup_calls(const struct options *o, enum coll c, size_t bytes, struct call *calls,
                    int n_calls, int *rcounts)
 {
     const int n = world_size;
     const size_t esize = type_size(o->type);
-    const size_t elements = c == C_ALLREDUCE ? bytes / esize : bytes / esize / (size_t) n;
+    const int per_rank = c == C_REDUCE_SCATTER || c == C_REDUCE_SCATTER_BLOCK || c == C_ALLGATHER;
+    const size_t elements = per_rank ? bytes / esize / (size_t) n : bytes / esize;
     const size_t count = elements ? elements : 1;
     if (count > (size_t) INT32_MAX) die("%zu bytes: count exceeds an int", bytes);
     for (int r = 0; r < n; ++r) rcounts[r] = (int) count;
@@ -284,5 +301,5 @@ size_t setup_calls(const struct options *o, enum coll c, size_t bytes, struct ca
         calls[b].count = count;
         calls[b].rcounts = rcounts;
     }
-    return (c == C_ALLREDUCE ? count : count * (size_t) n) * esize;
+    return (per_rank ? count * (size_t) n : count) * esize;
 }

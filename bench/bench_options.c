@@ -14,7 +14,7 @@
 #include "bench_common.h"
 
 const char *const coll_names[C_COUNT] = {"allreduce", "reduce_scatter", "reduce_scatter_block",
-                                         "allgather"};
+                                         "allgather", "bcast", "reduce"};
 const char *const type_names[T_COUNT] = {"float", "double", "int", "char"};
 const char *const mode_names[NB_COUNT] = {"blocking", "overlap", "buckets"};
 const char *const stat_names[3] = {"avg", "median", "min"};
@@ -76,7 +76,8 @@ static void usage(void)
         "                                inputs copied in and results read back outside\n"
         "                                the timed call) (host)\n"
         "      --collective C            allreduce | reduce_scatter | reduce_scatter_block |\n"
-        "                                allgather | all, or a comma list (allreduce)\n"
+        "                                allgather | bcast | reduce (root 0) | all, or a\n"
+        "                                comma list (allreduce)\n"
         "      --impl LIST               of themis, themis_baseline, themis_pml, themis_ucx,\n"
         "                                themis_cma, themis_nocma,\n"
         "                                tuned, han (themis,themis_baseline,tuned)\n"
@@ -355,7 +356,7 @@ void parse_options(int argc, char **argv, struct options *o)
     if (o->warmup < 0) die("-x must be >= 0");
     if (split_list(colls, ',', 16, add_coll, o) < 0 || o->n_colls == 0)
         die("--collective: '%s' is not a list of allreduce, reduce_scatter, "
-            "reduce_scatter_block, allgather, all", colls);
+            "reduce_scatter_block, allgather, bcast, reduce, all", colls);
     if (split_list(impls, ',', MAX_IMPLS, add_impl, o) < 0 || o->n_impls == 0)
         die("--impl: '%s' is not a list of distinct themis, themis_baseline, themis_pml, "
             "themis_ucx, themis_cma, themis_nocma, tuned, han", impls);

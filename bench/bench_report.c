@@ -115,6 +115,7 @@ void print_themis_settings(void)
 
 double bus_factor(enum coll c, int n)
 {
+    if (c == C_BCAST || c == C_REDUCE) return 1; /* as nccl-tests */
     return c == C_ALLREDUCE ? 2.0 * (n - 1) / n : (double) (n - 1) / n;
 }
 
@@ -125,6 +126,8 @@ double ideal_time(const struct options *o, enum coll c, size_t bytes)
     for (int d = 0; d < o->n_peers; ++d)
         if (o->peers[d] > 1) sum += o->bw[d];
     if (sum <= 0) return 0;
+    /* Bcast and Reduce: every rank but the root receives (sends) all S. */
+    if (c == C_BCAST || c == C_REDUCE) return (double) bytes / sum;
     const double phases = c == C_ALLREDUCE ? 2 : 1;
     return phases * (double) bytes * (1.0 - 1.0 / world_size) / sum;
 }

@@ -18,7 +18,7 @@ PlanRequest plan_request(const SimCase &c) {
     req.collective = c.collective;
     req.element_size = 1;
     const uint64_t bytes = static_cast<uint64_t>(c.bytes);
-    if (c.collective == Collective::AllReduce) {
+    if (collective_info(c.collective).one_vector) {
         req.block_counts = {bytes};
     } else {
         const uint64_t n = static_cast<uint64_t>(c.topology.size());
