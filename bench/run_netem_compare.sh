@@ -50,10 +50,16 @@ for profile in $PROFILES; do
   spec="$dims:bw=$(echo "$rates" | sed 's/,/Mbps,/g')Mbps"
   echo "==> $label: $spec"
   python3 "$NETEM" up --dims "$spec" --mode hosts --queue-ms "$QUEUE_MS" --mtu "$MTU" >/dev/null || exit 1
+  # A cache of its own per profile: the profiles' hosts have the same names, so one
+  # profile's measured rates and grid would be read for the next (the user's cache is keyed
+  # by host names).
+  cache=$(mktemp -d "${TMPDIR:-/tmp}/netem_compare_cache.XXXXXX") || exit 1
   # shellcheck disable=SC2086  # MPI_ARGS is a list of options
   python3 "$NETEM" run --themis --timeout "$TIMEOUT" -- "${han_by_request[@]}" $MPI_ARGS \
+    -x XDG_CACHE_HOME="$cache" \
     "$build/bench/themis-bench" -m "$SIZES" -i "$ITERS" -x 1 -c --collective "$COLLS" \
     --impl "$IMPLS" --dims "$spec" --label "$label" \
     --csv "$OUT/netem_$label$TAG.csv" 2>&1 | grep -vE "setpgid|coll:themis"
+  rm -rf "$cache"
   python3 "$NETEM" down >/dev/null
 done
