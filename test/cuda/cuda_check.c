@@ -727,6 +727,67 @@ static void reduce_scatter_case(enum kind k, size_t total, int block, int in_pla
     free(counts);
 }
 
+/* MPI_Bcast of `count` ints from `root`: the buffer on the device where the kinds put the
+ * receive buffer. */
+static void bcast_case(size_t count, int root)
+{
+    char what[96];
+    snprintf(what, sizeof what, "bcast count %zu root %d", count, root);
+    int *h = malloc(count * sizeof(int) + 1);
+    for (size_t i = 0; i < count; ++i) h[i] = rank == root ? val(root, i) : -77;
+    struct buf b = alloc_buf(on_dev(1), count * sizeof(int));
+    put(&b, h);
+    int rc = MPI_Bcast(b.p, (int) count, MPI_INT, root, MPI_COMM_WORLD);
+    if (rc != MPI_SUCCESS) fail("%s: error %d", what, rc);
+    get(&b, h, what);
+    for (size_t i = 0; i < count; ++i)
+        if (h[i] != val(root, i)) {
+            fail("%s: element %zu is %d, expected %d", what, i, h[i], val(root, i));
+            break;
+        }
+    ++checks;
+    free_buf(&b);
+    free(h);
+}
+
+/* MPI_Reduce of `count` elements of kind k with op `op` to `root`, in place at the root or
+ * not: the root's result checked, every send buffer untouched. */
+static void reduce_case(enum kind k, int op, size_t count, int root, int in_place)
+{
+    char what[128];
+    snprintf(what, sizeof what, "reduce type %d op %d count %zu root %d%s", (int) k, op, count,
+             root, in_place ? " in place" : "");
+    const size_t bytes = count * size_of(k);
+    char *h = malloc(bytes ? bytes : 1);
+    for (size_t i = 0; i < count; ++i) store(k, h, i, input(op, rank, i));
+    const int here = rank == root, place = in_place && here;
+    struct buf s = alloc_buf(on_dev(0), bytes), r = alloc_buf(on_dev(1), bytes);
+    put(place ? &r : &s, h);
+    int rc = MPI_Reduce(place ? MPI_IN_PLACE : s.p, r.p, (int) count, mpi_of(k), mpi_op(op), root,
+                        MPI_COMM_WORLD);
+    if (rc != MPI_SUCCESS) fail("%s: error %d", what, rc);
+    if (here) {
+        get(&r, h, what);
+        for (size_t i = 0; i < count; ++i)
+            if (load(k, h, i) != expected(op, i)) {
+                fail("%s: element %zu is %g, expected %g", what, i, load(k, h, i), expected(op, i));
+                break;
+            }
+    }
+    if (!place) {
+        get(&s, h, what);
+        for (size_t i = 0; i < count; ++i)
+            if (load(k, h, i) != input(op, rank, i)) {
+                fail("%s: send buffer changed", what);
+                break;
+            }
+    }
+    ++checks;
+    free_buf(&s);
+    free_buf(&r);
+    free(h);
+}
+
 /* `bytes_send`: the contribution goes as MPI_BYTE (a conversion themis must do). */
 static void allgather_case(size_t count, int in_place, int bytes_send)
 {
@@ -814,7 +875,7 @@ static void bench(size_t bytes, int iters)
 }
 
 /* The whole matrix: every collective, type, op and layout above, blocking, nonblocking
- * and persistent. */
+ * and persistent (Bcast and Reduce blocking only). */
 static void matrix(size_t big, size_t small)
 {
     cold_nonblocking_case(big);
@@ -840,6 +901,13 @@ static void matrix(size_t big, size_t small)
     allgather_case(big / 2, 1, 0);
     allgather_case(big / 2, 0, 1);
     allgather_case(small, 0, 0);
+    bcast_case(big, 0);
+    bcast_case(big / 3, size - 1);
+    bcast_case(small, size / 2);
+    reduce_case(K_FLOAT, 0, big, size - 1, 0);
+    reduce_case(K_DOUBLE, 3, big, 0, 1);
+    reduce_case(K_INT32, 0, big / 3, size / 2, 1);
+    reduce_case(K_FLOAT, 2, small, 0, 0);
     repeat_case("small allreduce", 37, MPI_SUM, 20);
     MPI_Op noncommutative_sum;
     MPI_Op_create(sum_int32, 0, &noncommutative_sum);
