@@ -537,6 +537,30 @@ static void threads_on_own_comms_case(size_t count, int rounds)
     }
 }
 
+/* A reduction's check through host buffer h: the result in r (unless null) is the reduction
+ * of every rank's input, the send buffer s (unless null) still holds this rank's input. */
+static void check_reduction(enum kind k, int op, size_t count, struct buf *s, struct buf *r, char *h,
+                            const char *what)
+{
+    if (r) {
+        get(r, h, what);
+        for (size_t i = 0; i < count; ++i)
+            if (load(k, h, i) != expected(op, i)) {
+                fail("%s: element %zu is %g, expected %g", what, i, load(k, h, i), expected(op, i));
+                break;
+            }
+    }
+    if (s) {
+        get(s, h, what);
+        for (size_t i = 0; i < count; ++i)
+            if (load(k, h, i) != input(op, rank, i)) {
+                fail("%s: send buffer changed", what);
+                break;
+            }
+    }
+    ++checks;
+}
+
 static void allreduce_case(enum kind k, int op, size_t count, int in_place)
 {
     char what[128];
@@ -553,21 +577,7 @@ static void allreduce_case(enum kind k, int op, size_t count, int in_place)
     int rc = MPI_Allreduce(in_place ? MPI_IN_PLACE : s.p, r.p, (int) count, mpi_of(k), mpi_op(op),
                            MPI_COMM_WORLD);
     if (rc != MPI_SUCCESS) fail("%s: error %d", what, rc);
-    get(&r, h, what);
-    for (size_t i = 0; i < count; ++i)
-        if (load(k, h, i) != expected(op, i)) {
-            fail("%s: element %zu is %g, expected %g", what, i, load(k, h, i), expected(op, i));
-            break;
-        }
-    if (!in_place) { /* the send buffer must be untouched */
-        get(&s, h, what);
-        for (size_t i = 0; i < count; ++i)
-            if (load(k, h, i) != input(op, rank, i)) {
-                fail("%s: send buffer changed", what);
-                break;
-            }
-    }
-    ++checks;
+    check_reduction(k, op, count, in_place ? NULL : &s, &r, h, what);
     free_buf(&s);
     free_buf(&r);
     free(h);
@@ -766,23 +776,7 @@ static void reduce_case(enum kind k, int op, size_t count, int root, int in_plac
     int rc = MPI_Reduce(place ? MPI_IN_PLACE : s.p, r.p, (int) count, mpi_of(k), mpi_op(op), root,
                         MPI_COMM_WORLD);
     if (rc != MPI_SUCCESS) fail("%s: error %d", what, rc);
-    if (here) {
-        get(&r, h, what);
-        for (size_t i = 0; i < count; ++i)
-            if (load(k, h, i) != expected(op, i)) {
-                fail("%s: element %zu is %g, expected %g", what, i, load(k, h, i), expected(op, i));
-                break;
-            }
-    }
-    if (!place) {
-        get(&s, h, what);
-        for (size_t i = 0; i < count; ++i)
-            if (load(k, h, i) != input(op, rank, i)) {
-                fail("%s: send buffer changed", what);
-                break;
-            }
-    }
-    ++checks;
+    check_reduction(k, op, count, place ? NULL : &s, here ? &r : NULL, h, what);
     free_buf(&s);
     free_buf(&r);
     free(h);
