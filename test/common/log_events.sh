@@ -1,6 +1,6 @@
 # log_events.sh -- sourced (bash) by the scripts that read coll/themis's output: its event
 # lines, "coll:themis:<event> key=value key=value ..." (the interface:
-# ompi/mca/coll/themis/coll_themis_log.h, docs/log-events.md). Keys are looked up by name
+# docs/log-events.md). Keys are looked up by name
 # (their order and other keys do not matter); quoted values ("a b", with \" \\ \n \t) are
 # read unquoted. Nothing here reads the component's human lines.
 #
@@ -86,4 +86,16 @@ log_spec_count() {
   local words
   read -ra words <<<"$2"
   log_count "$1" "${words[@]}"
+}
+
+# log_check_spec FILE...
+#     every event line of the FILEs as docs/log-events.md specifies it (check_event_spec.py):
+#     silent and true when they are, else the differences on stdout and false. Every test
+#     that reads events calls it on its logs, so the code and the spec cannot drift apart.
+log_check_spec() {
+  local here out
+  here=$(dirname "${BASH_SOURCE[0]}")
+  out=$(python3 "$here/check_event_spec.py" "$here/../../docs/log-events.md" "$@") && return 0
+  printf '%s\n' "$out" | head -20
+  return 1
 }

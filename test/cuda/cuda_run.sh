@@ -80,7 +80,8 @@ run() {
     [ "$(log_count "$log" stats "comm=$comm" "coll=$coll" 'themis=[1-9][0-9]*')" -gt 0 ] \
       || die "$name: themis never ran $coll on $comm (log $log)"
   done
-  local ev re
+  local ev re spec_diff
+  spec_diff=$(log_check_spec "$log") || die "$name: event lines differ from docs/log-events.md: $spec_diff"
   for ev in "${events[@]}"; do
     [ "$(log_spec_count "$log" "$ev")" -gt 0 ] || die "$name: no event $ev (log $log)"
   done

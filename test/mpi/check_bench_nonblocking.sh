@@ -35,4 +35,5 @@ done
 # 6 collectives x 2 implementations, all in buckets mode with an overlap figure.
 rows=$(awk -F, 'NR > 1 && $21 == "buckets" && $22 == 4 && $25 >= 0' "$OUT/buckets.csv" | wc -l)
 [ "$rows" = 12 ] || fail "expected 12 buckets rows with overlap in $OUT/buckets.csv, got $rows"
+spec_diff=$(log_check_spec "$OUT"/*.log) || fail "event lines differ from docs/log-events.md: $spec_diff"
 echo "check_bench_nonblocking: passed (6 nonblocking collectives x 4 buckets validated, themis ran them)"

@@ -162,4 +162,5 @@ run topo_missing --mca coll_themis_dims auto --mca coll_themis_single_dim 1 \
 n=$(grep -c 'cannot use the topology file' "$OUT/topo_missing.log")
 [ "$n" = 1 ] || fail "topo_missing: said $n times, not once"
 
+spec_diff=$(log_check_spec "$OUT"/*.log) || fail "event lines differ from docs/log-events.md: $spec_diff"
 echo "check_calibration: OK: measured, cached, format 1, given, fill given, default, damaged file and line, the user's cache, none, bad value, failed measurement, topology file"

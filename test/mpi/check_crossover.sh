@@ -83,4 +83,5 @@ n=$(log_count "$OUT/inherit.log" stats comm=chk_decide coll=allreduce calls=8 th
 [ "$n" = 4 ] || fail "inherit: $n of 4 ranks say chk_decide ran the trial's 5 themis calls of 8 (log $OUT/inherit.log)"
 n=$(log_count "$OUT/inherit.log" stats comm=chk_heir coll=allreduce calls=4 themis=4)
 [ "$n" = 4 ] || fail "inherit: $n of 4 ranks say chk_heir ran its 4 calls on themis (log $OUT/inherit.log)"
+spec_diff=$(log_check_spec "$OUT"/*.log) || fail "event lines differ from docs/log-events.md: $spec_diff"
 echo "check_crossover: passed (themis slower: every bin below; the module below slower: every bin themis; themis under the module below's least time: every bin themis untried; min_bytes given: no trial; a duplicate starts with the decisions)"

@@ -93,4 +93,5 @@ run small_calls '[0-3]'
 bench=()
 [ "$(log_count "$OUT/small_calls.log" rates)" = 0 ] ||
   fail "small_calls: a revision from 4 MiB calls (log $OUT/small_calls.log)"
+spec_diff=$(log_check_spec "$OUT"/*.log) || fail "event lines differ from docs/log-events.md: $spec_diff"
 echo "check_refine: passed (all ranks revise alike at call 8 ($factors), kept for the next job; nonblocking calls alike ($nb_factors); one rank alone revises nothing; refine_calls 0 revises nothing; 4 MiB calls revise nothing)"

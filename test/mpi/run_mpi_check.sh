@@ -6,9 +6,10 @@
 #   (b) themis's call statistics (coll_themis_verbose >= 2 writes, per rank, communicator
 #       and collective, the event "coll:themis:stats comm=NAME ... rank=R coll=COLL
 #       calls=N themis=M" when the communicator is freed; the events:
-#       ompi/mca/coll/themis/coll_themis_log.h): where themis should run it must have run
+#       docs/log-events.md): where themis should run it must have run
 #       (M > 0), where it should decline it must not have (M = 0), where it is not even
-#       loaded there are no such lines.
+#       loaded there are no such lines;
+#   (c) every event line as docs/log-events.md specifies it (log_check_spec).
 #
 # usage: run_mpi_check.sh [options] [-- program options]
 #   --name NAME            log directory name (default mpi_check)
@@ -227,6 +228,7 @@ else
     else fail "$cname: $bad of ${#plans[@]} plan lines do not say policy $want"; fi
   done
 fi
+spec_diff=$(log_check_spec "$ALL") || fail "event lines differ from docs/log-events.md: ${spec_diff//$'\n'/; }"
 for ev in "${EXPECT_EVENT[@]}"; do
   [ "$(log_spec_count "$ALL" "$ev")" -gt 0 ] || fail "no event $ev"
 done
