@@ -50,7 +50,7 @@ struct ByteRange {
 
 // PlanRequest::chunks asking the planner (planner.h) to choose the count.
 constexpr int kAutoChunks = 0;
-// The component's default coll_themis_chunks, and themis-sim's (settings.h; why not auto:
+// The component's default coll_themis_chunks, and themis-sim's 0, auto (settings.h; why:
 // docs/design.md, "Why the defaults").
 constexpr int kDefaultChunks = THEMIS_CHUNKS_DEFAULT;
 
