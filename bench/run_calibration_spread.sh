@@ -8,7 +8,7 @@
 # Prints per job rank 0's measured bandwidths and the calibration's seconds, then per setting
 # how far the rates' ratios were off the network's: per job and dimension, the rate over the
 # shaped one, divided by the geometric mean of that over the job's dimensions (a slowdown
-# common to every dimension leaves the plans as they are, see README "Calibration"), less 1.
+# common to every dimension leaves the plans as they are, see docs/usage.md "Calibration"), less 1.
 #
 # Environment: SPEC (a netem dims spec with bw= in Mbps, required; the summary reads the
 # measured rates in Mbps too, as themis prints them under 1 Gbit/s), A, B (mpirun options of

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # run_misread_rate.sh -- a calibration that misread one dimension's rate: does the run-time
-# revision correct it, and what does the job get back? (issue #33: README "Calibration")
+# revision correct it, and what does the job get back? (issue #33: docs/usage.md "Calibration")
 #
 # Builds the emulated network (bench/netem/netem.py, hosts mode), lets one job measure it into
 # a coll_themis_calibration_file, then replaces the bandwidths kept there by CACHED_BW (a bw=

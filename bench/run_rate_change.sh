@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # run_rate_change.sh -- a link's rate changes while a job runs: does themis notice, and does its
-# utilization recover? (issue #33, the run-time rate revision: README "Calibration")
+# utilization recover? (issue #33, the run-time rate revision: docs/usage.md "Calibration")
 #
 # Builds the emulated network (bench/netem/netem.py, hosts mode), runs themis-timeline
 # (CALLS All-Reduces of BYTES, every call timed and checked) with themis's defaults (dims=auto:

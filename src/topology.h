@@ -6,7 +6,7 @@
 // fastest: rank = c0 + n0 * (c1 + n1 * (c2 + ...)), so consecutive ranks form
 // dimension 0.
 //
-// The user spec (see README, "Dimension spec"):
+// The user spec (see docs/usage.md, "Dimension spec"):
 //   PEERSxPEERSx...[:bw=LIST][:lat=LIST][:alg=LIST][:fill=LIST]
 // e.g. "2x4", "16x8x8:bw=1600Gbps,800Gbps,400Gbps:lat=700ns,700ns,1.7us:alg=hd,ring,hd",
 // "2x4:bw=100Mbps,200Mbps:fill=1,0.56/0.78/0.94".
