@@ -479,7 +479,7 @@ check_dev_chunks_default() {
     mpi 4 "$log" --mca coll_themis_dims "$rates" --mca coll_themis_verbose 5 "${opt[@]}" -- "$BENCH" \
       --mem device -m "$S:$S" -i 1 -x 1 -c --collective allreduce --impl themis --peers 2,2
     verdict "$log" '^# validation: passed' || { result FAIL "chunks $c: validation failed (log)"; return; }
-    plan[i]=$(grep -Eo "rank 0: allreduce $M B: [0-9]+ chunks" "$log" | head -n 1 | awk '{ print $(NF-1) }')
+    plan[i]=$(log_values "$log" plan chunks rank=0 coll=allreduce "bytes=$M" | head -n 1)
     i=$((i + 1))
   done
   progress "plans: default ${plan[0]:-?}, chunks 0 ${plan[1]:-?}"
@@ -489,7 +489,7 @@ check_dev_chunks_default() {
   verdict "$log" '^# validation: passed' || { result FAIL "calibrated run: validation failed (log)"; return; }
   ms=$(bench_ms "$csv" themis)
   local cal
-  cal=$(grep -Eo "rank 0: allreduce $M B: [0-9]+ chunks" "$log" | head -n 1 | awk '{ print $(NF-1) }')
+  cal=$(log_values "$log" plan chunks rank=0 coll=allreduce "bytes=$M" | head -n 1)
   local fig="$S $ms ms (calibrated: ${cal:-?} chunks); given rates: default ${plan[0]:-?} = chunks 0 ${plan[1]:-?}"
   if [ -z "${plan[0]}" ] || [ "${plan[0]}" != "${plan[1]}" ]; then result FAIL "${fig/ = / != }"
   elif [ "$MODE" = short ]; then result RAN "$fig"

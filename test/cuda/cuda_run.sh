@@ -45,7 +45,7 @@ die() { echo "cuda_run: FAILED: $*" >&2; exit 1; }
 # collectives (default: all four and the nonblocking forms the program starts) on
 # MPI_COMM_WORLD or COMM (its events stats), that the component wrote an event for every
 # SPEC ("EVENT KEY=ERE ...", test/common/log_events.sh) and that the output matches every
-# REGEX (lines that are no events: the programs', help messages, plan lines).
+# REGEX (lines that are no events: the programs', help messages).
 run() {
   local name=$1 np=$2; shift 2
   local -a env=() mca=() expect=() events=()
@@ -165,12 +165,12 @@ fake)
     chunks=(); [ $c = default ] || chunks=(--mca coll_themis_chunks $c)
     run fake_ipc_chunks_$c 4 "${L[@]}" --mca coll_themis_dims 2x2:bw=1600Gbps,1600Gbps:lat=16us,16us "${chunks[@]}" \
       --mca coll_themis_min_chunk_bytes 262144 --bench bench_themis \
-      --colls allreduce --verbose 5 --expect "rank 0: allreduce 16777216 B: [0-9]+ chunks" \
+      --colls allreduce --verbose 5 --event "plan rank=0 coll=allreduce bytes=16777216" \
       -- -m 16M:16M -i 1 -x 1 -c --mem device --collective allreduce --impl themis --peers 2,2
   done
-  planned() { grep -Eo "rank 0: allreduce 16777216 B: [0-9]+ chunks" "$BUILDDIR/test/cuda/logs/cuda_fake_ipc_chunks_$1.log" | head -1; }
-  [ "$(planned default)" = "$(planned 0)" ] || die "default device-direct plan: $(planned default), auto: $(planned 0)"
-  [ "$(planned 128)" = "rank 0: allreduce 16777216 B: 64 chunks" ] || die "chunks=128 gave $(planned 128)"
+  planned() { log_values "$BUILDDIR/test/cuda/logs/cuda_fake_ipc_chunks_$1.log" plan chunks rank=0 coll=allreduce bytes=16777216 | head -1; }
+  [ "$(planned default)" = "$(planned 0)" ] || die "default device-direct plan: $(planned default) chunks, auto: $(planned 0)"
+  [ "$(planned 128)" = 64 ] || die "chunks=128 gave $(planned 128) chunks, not 64"
   run fake_bench_2x2 4 "${L[@]}" "${NOIPC[@]}" --mca coll_themis_dims 2x2 --bench bench_themis \
     --colls "allreduce reduce_scatter_block allgather" --expect "^# buffers: CUDA device memory" \
     --verbose 5 --event "staging" \

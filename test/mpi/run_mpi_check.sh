@@ -35,7 +35,7 @@
 #   --expect-declined LIST stats lines exist and all show themis 0
 #   --expect-absent LIST   no stats lines at all for these names
 #   --expect-no-stats      themis is not loaded: no coll:themis output at all
-#   --expect-policy NAME=P the verbose-5 plan lines of NAME all say "policy P/" (repeatable)
+#   --expect-policy NAME=P the verbose-5 plan events of NAME all say policy=P (repeatable)
 #   --expect-event SPEC    the output has an event "EVENT KEY=ERE ..." (every named key there,
 #                          its whole value matching the extended regex ERE; a blank in an
 #                          ERE is written [[:space:]]; test/common/log_events.sh)
@@ -221,11 +221,11 @@ else
   fi
   for ep in "${EXPECT_POLICY[@]}"; do
     cname=${ep%%=*} want=${ep#*=}
-    mapfile -t plans < <(grep -ho "coll:themis: comm $cname (cid [0-9]*) rank [0-9]*: [a-z_]* [0-9]* B: .*policy [a-z]*/" "$RANKS")
-    if [ ${#plans[@]} = 0 ]; then fail "$cname: no plan lines (coll_themis_verbose >= 5?)"; continue; fi
-    bad=$(printf '%s\n' "${plans[@]}" | grep -vc "policy $want/")
-    if [ "$bad" = 0 ]; then echo "run_mpi_check: $cname: ${#plans[@]} plan lines, all policy $want"
-    else fail "$cname: $bad of ${#plans[@]} plan lines do not say policy $want"; fi
+    mapfile -t plans < <(log_values "$RANKS" plan policy "comm=$cname")
+    if [ ${#plans[@]} = 0 ]; then fail "$cname: no plan events (coll_themis_verbose >= 5?)"; continue; fi
+    bad=$(printf '%s\n' "${plans[@]}" | grep -vcx "$want")
+    if [ "$bad" = 0 ]; then echo "run_mpi_check: $cname: ${#plans[@]} plan events, all policy=$want"
+    else fail "$cname: $bad of ${#plans[@]} plan events do not say policy=$want"; fi
   done
 fi
 spec_diff=$(log_check_spec "$ALL") || fail "event lines differ from docs/log-events.md: ${spec_diff//$'\n'/; }"

@@ -189,17 +189,18 @@ void Context::begin(Call &call, bool nonblocking) {
     else
         carried_load_.clear();
     if (settings_.verbose >= 5) {
-        char line[256];
         const double ideal = ideal_time(layout_.topology, req.collective, double(plan->work_bytes));
-        snprintf(line, sizeof line,
-                 "%s %llu B: %zu chunks, policy %s/%s K=%d, predicted %.3g ms (%.1f %% of the "
-                 "ideal bound), plan %s",
-                 collective_name(req.collective), static_cast<unsigned long long>(plan->work_bytes),
-                 plan->schedule.size(), policy_name(req.scheduler.policy),
-                 intra_policy_name(req.ordering.intra), req.ordering.max_active,
-                 plan->predicted_time * 1e3, 100 * ideal / plan->predicted_time,
-                 cache_.misses() > misses ? "compiled" : "cached");
-        say(5, comm_, line);
+        LogEvent("plan")
+            .add("coll", collective_name(req.collective))
+            .add("bytes", static_cast<unsigned long long>(plan->work_bytes))
+            .add("chunks", plan->schedule.size())
+            .add("policy", policy_name(req.scheduler.policy))
+            .add("intra", intra_policy_name(req.ordering.intra))
+            .add("max_active", req.ordering.max_active)
+            .add("predicted_ms", plan->predicted_time * 1e3, "%.3g")
+            .add("ideal_pct", 100 * ideal / plan->predicted_time, "%.1f")
+            .add("plan", cache_.misses() > misses ? "compiled" : "cached")
+            .emit(5, comm_);
         if (settings_.verbose >= 10) say(10, comm_, "\n" + plan->describe());
     }
     RunOptions options = call.options;
