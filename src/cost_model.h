@@ -10,8 +10,8 @@
 //
 // A dimension's stages in flight share its bandwidth, and together reach the fraction of
 // it that the dimension's fill curve (Dimension::fill) gives for their number: one stage
-// alone may not fill a link (measured on the emulated network: one stage 56 %, two 78 %,
-// four 94 %). Without a curve every count fills it.
+// alone may not fill a link (docs/design.md, "Why the defaults"). Without a curve every count
+// fills it.
 #pragma once
 
 #include "topology.h"

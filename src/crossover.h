@@ -15,10 +15,8 @@
 //                    take on this network (below_lower_bound(), from the rates themis plans
 //                    with; only where those were measured or given) and no shorter than the
 //                    network can give (kBelievable, decide()). A trial then would only
-//                    cost calls on the slower module: on the emulated 2x4 network themis's
-//                    1 MiB All-Reduce is 1.7 times under that bound, and a short OSU sweep
-//                    (5 calls a size) ran 4 of its 7 calls at 1-2 MiB on tuned (0.45-0.54 of
-//                    the ideal). Else the module below, not timed (it pays for the ranks
+//                    cost calls on the slower module (docs/usage.md, "Where themis takes
+//                    over"). Else the module below, not timed (it pays for the ranks
 //                    themis's last call left apart, and for its own first-call costs)
 //   calls 3..2+S     the module below, timed (S = kSamples)
 //   call 3+S         themis, not timed (the same, the other way round)
@@ -31,9 +29,8 @@
 //                    below otherwise.
 //
 // The margin: a trial of a few calls can meet the network in another state than a program's
-// long run of them does. On the emulated network (tbf links with a 128 KiB burst) allgather's
-// 64 KiB trial timed themis 6 % faster than tuned, and OSU's 50 calls after it ran 2x slower;
-// where the trial says the two are that close, themis gains little and risks much.
+// long run of them does (a shaper's burst can flatter a few calls; docs/design.md, "Why the
+// defaults"): where the trial says the two are that close, themis gains little and risks much.
 //
 // Every rank makes the same calls in the same order, so every rank is at the same step of
 // the same bin at every call and decides from the same agreed numbers: which module runs a
@@ -109,9 +106,9 @@ class Crossover {
     };
     // At an agreement: where the call runs, from the agreed times. At the first agreement the
     // bin is decided only for a themis clearly under bounds.below, in a time the network can
-    // give (at least kBelievable x bounds.themis: a shaper's burst after an idle moment carried
-    // a lone 128 KiB All-Gather of the emulated network at twice its links' rate, and that one
-    // call is no evidence); at the second, for good, from the trial's times.
+    // give (at least kBelievable x bounds.themis: a shaper's burst after an idle moment can
+    // carry a lone call faster than the links' rate, and that one call is no evidence); at the
+    // second, for good, from the trial's times.
     Runner decide(int collective, size_t bytes, Times agreed, Bounds bounds = Bounds{});
 
     // Where a call that takes no part in trials (nonblocking, persistent) runs: outside the

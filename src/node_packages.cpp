@@ -95,8 +95,8 @@ int HwlocTopology::package_of_current_binding() const {
 }
 
 int current_package() {
-    // Loading the machine's topology reads /sys and takes milliseconds (5.5-7 ms on the
-    // development VM), which every new communicator's set-up would pay: it is loaded once per
+    // Loading the machine's topology reads /sys and takes milliseconds, which every new
+    // communicator's set-up would pay (bench/RESULTS.md, "The start"): it is loaded once per
     // process and kept to its end, never destroyed: a static's destructor, run when Open MPI
     // unloads the component in MPI_Finalize, made processes crash there (the MPI checks). The
     // binding is read again each time, cheaply: a program may rebind.

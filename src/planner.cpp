@@ -19,9 +19,8 @@ constexpr double kMargin = 1e-9;
 
 // The best so far. A tie goes to more chunks: what the model does not see (a stage waiting
 // for its peers to be scheduled, a link one stage fills only partly where the measured curve
-// read full) is ridden out by more stages in flight; on the emulated 2x4 100/200 network a
-// 1 MiB All-Reduce whose 2 and 4 chunks tie in the model took 71-78 ms with 2 and 60 with 4.
-// At one count a tie keeps the dimension's own algorithm (the first tried).
+// read full) is ridden out by more stages in flight (docs/design.md, "Why the defaults"). At one
+// count a tie keeps the dimension's own algorithm (the first tried).
 struct Best {
     Prediction prediction;
     int chunks = 0;
@@ -44,8 +43,8 @@ int next_count(int c, int limit) { return c * 2 > limit ? limit : c * 2; }
 
 // Every power of two from 1 to the limit, and the limit. No early stop: the prediction
 // can plateau and rise before it falls far below (with coll_themis_max_active_bytes, large
-// stages run one at a time on a link one stage cannot fill; past some count K of them fit,
-// measured on the emulated 2x4: 2-16 chunks 75 %, 32-128 chunks 99 %). At most 8 counts.
+// stages run one at a time on a link one stage cannot fill; past some count K of them fit).
+// At most 8 counts.
 // `at_limit`: the limit's prediction.
 Best search_chunks(const Topology &topo, const PlanRequest &req, int limit, Prediction &at_limit) {
     Best best;

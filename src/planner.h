@@ -35,10 +35,8 @@ constexpr int kMaxAutoChunks = THEMIS_AUTO_CHUNKS_MAX;
 // An auto count's search keeps its choice only when predicted this much faster (a
 // fraction) than the most chunks with every dimension's own algorithm (what a fixed
 // coll_themis_chunks 128 runs); otherwise it runs those. The model's errors between near
-// counts are of this size (on the emulated networks single cells moved 5-9 points with
-// the choice, its mean within a point either way of 128 chunks over 7 rounds); where it
-// sees a large gain (a latency-bound network, device-direct copies: 0.75 ms against
-// 11.3 ms) the gain is real.
+// counts are of this size; where it sees a large gain (a latency-bound network,
+// device-direct copies) the gain is real (docs/design.md, "Why the defaults").
 constexpr double kClearGain = 0.05;
 
 struct Prediction {

@@ -163,19 +163,18 @@ std::vector<Level> arrange_network(const std::vector<std::vector<int>> &nodes,
 
 // Between nodes: ring, with halving-doubling as the planner's alternative where it applies
 // ("ring/hd"): hd moves the same bytes in fewer steps, and the planner runs it where that is
-// predicted clearly faster; where bandwidth decides, ring measured faster: 95.0-95.5 % of the
-// ideal against 94.3-94.6 % on the emulated 2x4 100/200 network, 16-64 MiB, typed rates
-// (bench/RESULTS.md). A user's alg= list replaces this one, alternatives included.
+// predicted clearly faster; where bandwidth decides, ring measured faster (docs/design.md,
+// "Why the defaults"). A user's alg= list replaces this one, alternatives included.
 std::string network_algorithm(int peers) {
     const AlgorithmInfo &hd = algorithm_info(Algorithm::HalvingDoubling);
     return algorithm_name(Algorithm::Ring) + (hd.accepts(peers) ? "/" + hd.name : std::string());
 }
 
 // Within a node: one exchange with every peer at once. On shared memory each dependent
-// step costs a synchronisation of ranks that share cores, and direct has a single one:
-// measured within 10 % of tuned at 4 and 8 ranks a node, ring and hd 10-55 % behind
-// (1-D sweeps on one node, bench/HISTORY.md). Wider nodes were not measured; they run as
-// the network does, since direct posts peers - 1 messages per stage.
+// step costs a synchronisation of ranks that share cores, and direct has a single one: it
+// measured close to tuned where ring and hd fell behind (docs/design.md, "Why the
+// defaults"). Wider nodes were not measured; they run as the network does, since direct
+// posts peers - 1 messages per stage.
 std::string node_algorithm(int peers) {
     return peers <= kMaxDirectNodePeers ? algorithm_name(Algorithm::Direct)
                                         : network_algorithm(peers);
