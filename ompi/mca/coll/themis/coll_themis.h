@@ -149,10 +149,13 @@ typedef struct mca_coll_themis_module_t {
     int setup_state;
     struct themis_context *context; /* from the start of set-up on */
 
-    /* Calls per collective, and how many themis ran itself (verbose >= 2 prints them
-     * when the communicator is freed). */
+    /* Calls per collective (a persistent request's: its starts), how many themis ran
+     * itself, and the persistent requests handed whole to the module below at their init,
+     * whose starts themis never sees (verbose >= 2 prints them when the communicator is
+     * freed). */
     unsigned long calls[THEMIS_COLL_COUNT];
     unsigned long accelerated[THEMIS_COLL_COUNT];
+    unsigned long below_requests[THEMIS_COLL_COUNT];
 } mca_coll_themis_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_themis_module_t);

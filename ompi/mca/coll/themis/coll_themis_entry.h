@@ -170,6 +170,12 @@ template <class C> struct Entry {
     static const char *counted(mca_coll_themis_module_t *m, Form form, const Args &a,
                                ompi_communicator_t *comm) {
         ++m->calls[slot(form)];
+        return handed_down(m, form, a, comm);
+    }
+    // The reason a call of `form` goes to the module below as it is (said at verbose level
+    // 5), or nullptr.
+    static const char *handed_down(mca_coll_themis_module_t *m, Form form, const Args &a,
+                                   ompi_communicator_t *comm) {
         const char *why = C::unsupported(a, comm);
         if (!why) why = size_unsupported(m, C::slot, form == kBlocking, C::bytes(a, comm));
         if (why) say_unsupported(name(form), why);
@@ -289,17 +295,19 @@ template <class C> struct Entry {
 
     // Eligible: a request of themis's whose every MPI_Start runs like a nonblocking call,
     // so that every rank's starts take the same way whatever its buffers' memory and however
-    // far its set-up has come; its starts are counted as calls. Not eligible: the module
-    // below's persistent form, with a device buffer on host copies that every start refreshes
-    // (cuda::ThroughHostPersistent). The request holds the communicator, datatypes and op
-    // (Open MPI 4.1.4 retains nothing for a request that is inactive at init).
+    // far its set-up has come. Not eligible: the module below's persistent form, with a
+    // device buffer on host copies that every start refreshes (cuda::ThroughHostPersistent).
+    // Starts that pass through themis's request are counted as calls (the init is none); a
+    // request of the module below's own, whose starts themis never sees, is counted as such.
+    // The request holds the communicator, datatypes and op (Open MPI 4.1.4 retains nothing
+    // for a request that is inactive at init).
     static int persistent(const Args &a, ompi_communicator_t *comm, ompi_info_t *info,
                           ompi_request_t **request, mca_coll_base_module_t *module) {
         mca_coll_themis_module_t *m = themis_module(module);
         const char *name = Entry::name(kPersistent);
         const bool device = on_device(a);
         auto kept = std::make_shared<Retained>(C::objects(a, comm));
-        if (counted(m, kPersistent, a, comm)) {
+        if (handed_down(m, kPersistent, a, comm)) {
 #if THEMIS_HAVE_CUDA
             if (device) {
                 try {
@@ -310,6 +318,7 @@ template <class C> struct Entry {
                     return persistent_request(
                         [=] {
                             (void)kept;
+                            ++m->calls[slot(kPersistent)];
                             return through->start();
                         },
                         comm, request);
@@ -318,6 +327,7 @@ template <class C> struct Entry {
                 }
             }
 #endif
+            ++m->below_requests[slot(kPersistent)];
             return C::below_init(m, a, a.sbuf, a.rbuf, info, request);
         }
         begin_setup(m, comm, device);

@@ -31,7 +31,8 @@ static void module_construct(mca_coll_themis_module_t *m)
     m->comm = NULL;
     m->setup_state = THEMIS_SETUP_PENDING;
     m->context = NULL;
-    for (int i = 0; i < THEMIS_COLL_COUNT; ++i) m->calls[i] = m->accelerated[i] = 0;
+    for (int i = 0; i < THEMIS_COLL_COUNT; ++i)
+        m->calls[i] = m->accelerated[i] = m->below_requests[i] = 0;
 }
 
 static void print_call_counts(const mca_coll_themis_module_t *m)
@@ -40,12 +41,15 @@ static void print_call_counts(const mca_coll_themis_module_t *m)
     static const char *names[THEMIS_COLL_COUNT] = {THEMIS_SLOTS(NAME)};
 #undef NAME
     for (int i = 0; i < THEMIS_COLL_COUNT; ++i) {
-        if (0 == m->calls[i]) continue;
-        char calls[24], themis[24];
+        if (0 == m->calls[i] && 0 == m->below_requests[i]) continue;
+        char calls[24], themis[24], below[24];
         snprintf(calls, sizeof calls, "%lu", m->calls[i]);
         snprintf(themis, sizeof themis, "%lu", m->accelerated[i]);
+        snprintf(below, sizeof below, "%lu", m->below_requests[i]);
+        /* below_requests only where there are some: a NULL key ends the list. */
         mca_coll_themis_log_event(2, "stats", m->comm, "coll", names[i], "calls", calls,
-                                  "themis", themis, NULL);
+                                  "themis", themis, m->below_requests[i] ? "below_requests" : NULL,
+                                  below, NULL);
     }
 }
 
