@@ -20,6 +20,7 @@
 #include "plan.h"
 #include "plan_cache.h"
 #include "planner.h"
+#include "testbed/paper_topologies.h"
 
 namespace {
 

@@ -15,7 +15,6 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -122,10 +121,5 @@ Algorithm parse_algorithm(const std::string &text);
 void parse_algorithms(const std::string &text, Dimension &dim);
 // The dimension's alg= value as the spec writes it: "ring", or "ring/hd" with alternatives.
 std::string algorithm_text(const Dimension &dim);
-
-// The six topologies of the Themis paper's Table 2, by name (e.g. "3D-SW_SW_SW_homo"),
-// with the algorithms of Table 2; a switch dimension may also run direct or ring.
-std::optional<Topology> paper_topology(const std::string &name);
-std::vector<std::string> paper_topology_names();
 
 } // namespace themis

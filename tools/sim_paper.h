@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ordering.h"
+#include "testbed/paper_topologies.h"
 #include "planner.h"
 #include "scheduler.h"
 #include "topology.h"

@@ -15,7 +15,7 @@
 #include "algorithms/registry.h"
 #include "cost_model.h"
 #include "host_memory.h"
-#include "transports/loopback_transport.h"
+#include "testbed/loopback_transport.h"
 #include "stage.h"
 #include "test_support.h"
 

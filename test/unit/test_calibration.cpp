@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "calibration.h"
-#include "transports/loopback_transport.h"
+#include "testbed/loopback_transport.h"
 #include "test_support.h"
 
 using namespace themis;

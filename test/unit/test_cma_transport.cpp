@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "transports/cma_transport.h"
-#include "transports/loopback_transport.h"
+#include "testbed/loopback_transport.h"
 
 using namespace themis;
 

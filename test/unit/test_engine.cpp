@@ -15,7 +15,7 @@
 #include "transports/cma_transport.h"
 #include "engine.h"
 #include "host_memory.h"
-#include "transports/loopback_transport.h"
+#include "testbed/loopback_transport.h"
 #include "plan.h"
 #include "test_support.h"
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ordering.h"
+#include "testbed/paper_topologies.h"
 #include "test_support.h"
 
 using namespace themis;

@@ -19,7 +19,7 @@
 
 #include "engine.h"
 #include "host_memory.h"
-#include "transports/loopback_transport.h"
+#include "testbed/loopback_transport.h"
 #include "plan.h"
 #include "staging.h"
 #include "test_support.h"

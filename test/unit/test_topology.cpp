@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "test_support.h"
+#include "testbed/paper_topologies.h"
 #include "topology.h"
 
 using namespace themis;

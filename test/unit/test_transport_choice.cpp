@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "transports/cma_transport.h"
-#include "transports/loopback_transport.h"
+#include "testbed/loopback_transport.h"
 #include "test_support.h"
 #include "transports/transport_choice.h"
 

@@ -1,5 +1,5 @@
 // loopback_transport: in-process message matching (see loopback_transport.h).
-#include "transports/loopback_transport.h"
+#include "testbed/loopback_transport.h"
 
 #include <cstring>
 #include <stdexcept>
