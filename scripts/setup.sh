@@ -30,6 +30,7 @@ PACKAGES=(
   iproute2 python3 procps clang-format git
   libevent-dev  # Open MPI 5's internal headers include event.h
   xz-utils      # unpacks the Open MPI 5.0.9 of ../shared/ompi5 (--all-series)
+  dpkg-dev debhelper fakeroot  # scripts/check_packages.sh builds the Debian package
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -39,4 +39,11 @@ for prefix in "${prefixes[@]}"; do
   [ "$status" != 0 ] || status=$rc
   target=check-series
 done
+# The release tarball and the Debian package (scripts/check_packages.sh: make distcheck, then
+# the .deb built, installed, run by a plain mpirun and purged), against Debian's Open MPI.
+if [ "${prefixes[0]}" = "" ]; then
+  rc=0
+  bash scripts/check_packages.sh "$(build_dir_for "")" </dev/null || rc=$?
+  [ "$status" != 0 ] || status=$rc
+fi
 exit "$status"

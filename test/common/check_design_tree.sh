@@ -21,6 +21,8 @@ for d in "${listed[@]}"; do
 done
 is_listed() { printf '%s\n' "${listed[@]}" | grep -qxF "$1"; }
 has_listed_child() { printf '%s\n' "${listed[@]}" | grep -q "^$1/"; }
+[ "$(git -C "$SRCDIR" rev-parse --show-toplevel 2>/dev/null)" = "$(cd "$SRCDIR" && pwd -P)" ] ||
+  { echo "check_design_tree: SKIPPED: $SRCDIR is no git checkout's top (a release tarball)"; exit 77; }
 mapfile -t folders < <(git -C "$SRCDIR" ls-files | xargs -r -n1 dirname | sort -u | grep -vx '.')
 for d in "${folders[@]}"; do
   is_listed "$d" && continue
