@@ -524,6 +524,33 @@ const char *rate_source_name(RateSource s) {
     return "?";
 }
 
+RateSources rate_sources(int dims, const std::vector<int> &measured, bool bandwidth_given,
+                         bool latency_given, bool fill_given, std::optional<RateSource> found) {
+    const auto first = [](bool given) { return given ? RateSource::Given : RateSource::Default; };
+    RateSources out{std::vector<RateSource>(size_t(dims), first(bandwidth_given)),
+                    std::vector<RateSource>(size_t(dims), first(latency_given)),
+                    std::vector<RateSource>(size_t(dims), first(fill_given))};
+    if (!found) return out;
+    for (int d : measured) {
+        if (!bandwidth_given) out.bandwidth[size_t(d)] = *found;
+        if (!latency_given) out.latency[size_t(d)] = *found;
+        if (!fill_given) out.fill[size_t(d)] = *found;
+    }
+    return out;
+}
+
+bool plausible_rates(const std::vector<DimensionRates> &rates, const std::vector<int> &measured) {
+    for (int d : measured) {
+        const DimensionRates &r = rates[size_t(d)];
+        if (!(std::isfinite(r.bandwidth) && r.bandwidth > 0 && std::isfinite(r.latency) &&
+              r.latency >= 0))
+            return false;
+        for (double f : r.fill)
+            if (!(f > 0 && f <= 1)) return false;
+    }
+    return true;
+}
+
 Topology with_bandwidth_factors(const Topology &topo, const std::vector<double> &factors) {
     std::vector<Dimension> dims = topo.dims();
     if (factors.size() != dims.size())

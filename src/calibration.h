@@ -56,6 +56,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -214,6 +215,20 @@ std::vector<double> derive_fill_curve(const FillStreams &streams, double latency
 // Where a dimension's number came from, for the verbose log and themis-info.
 enum class RateSource { Default, Given, Measured, Cached };
 const char *rate_source_name(RateSource s);
+
+// Where each of `dims` dimensions' bandwidth, latency and fill curve come from, first that
+// applies: the spec gives it (Given); the dimension is among `measured` and its rates were
+// found, `found` being Cached (kept by an earlier job or communicator) or Measured (now);
+// else the spec's defaults (Default: nothing found, or nothing to find).
+struct RateSources {
+    std::vector<RateSource> bandwidth, latency, fill;
+};
+RateSources rate_sources(int dims, const std::vector<int> &measured, bool bandwidth_given,
+                         bool latency_given, bool fill_given, std::optional<RateSource> found);
+
+// Whether measured rates can be planned with: every measured dimension's bandwidth finite
+// and above 0, its latency finite and not negative, its fill curve's points in (0, 1].
+bool plausible_rates(const std::vector<DimensionRates> &rates, const std::vector<int> &measured);
 
 // `topo` with the measured rates where the spec did not give them: bandwidth replaced
 // unless `bandwidth_given`, latency unless `latency_given`, the fill curve unless

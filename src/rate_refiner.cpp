@@ -79,4 +79,62 @@ std::optional<std::vector<double>> RateRefiner::revise(const std::vector<double>
     return factors_;
 }
 
+namespace {
+
+// A window lasts at least this many times the agreement's predicted time, so that the
+// agreement costs at most about 1 % of the calls it follows.
+constexpr double kWindowAgreements = 100;
+// Evidence only from calls predicted to take this many times the largest latency: their
+// busy time is the links' bandwidth, not their latency (which the refiner does not revise).
+constexpr double kEvidenceLatencies = 50;
+// ... and of at least this many bytes. A transport's buffers let a stage end before its data
+// has crossed the link (TCP's send buffer grows to 4 MiB per connection under Linux's
+// autotuning), so a call that moves not much more than that has busy times that tell the
+// buffers, not the links (bench/RESULTS.md, "Rates revised at run time").
+constexpr uint64_t kEvidenceBytes = uint64_t(8) << 20;
+// Only All-Reduces: a Reduce-Scatter's or an All-Gather's busy times read some dimensions
+// several times faster than their rates with the rates right (the same section).
+constexpr Collective kEvidenceCollective = Collective::AllReduce;
+// A nonblocking call's longest gap between drives, as a share of its predicted time: a
+// quarter changes one dimension's factor by at most 1 / 1.25, inside the default threshold;
+// shorter gaps are a busy machine's scheduler, as in blocking calls.
+constexpr double kLongestDriveGap = 0.25;
+
+// The agreement's predicted time: an allreduce of a few doubles, by recursive doubling,
+// ceil(log2 peers) steps of each dimension's latency there and back.
+double agreement_seconds(const Topology &topo) {
+    double seconds = 0;
+    for (const Dimension &d : topo.dims())
+        seconds += 2 * std::ceil(std::log2(double(std::max(d.peers, 1)))) * d.latency;
+    return seconds;
+}
+
+} // namespace
+
+bool gives_evidence(const Topology &topo, const Plan &plan) {
+    if (plan.collective != kEvidenceCollective || plan.work_bytes < kEvidenceBytes) return false;
+    double latency = 0;
+    for (const Dimension &d : topo.dims()) latency = std::max(latency, d.latency);
+    return plan.predicted_time >= kEvidenceLatencies * latency;
+}
+
+bool driven_throughout(double longest_gap, double predicted) {
+    return longest_gap <= kLongestDriveGap * predicted;
+}
+
+std::unique_ptr<RateRefiner> make_rate_refiner(const Topology &topo,
+                                               const std::vector<RateSource> &bandwidth_source,
+                                               int calls, double threshold) {
+    std::vector<bool> fixed;
+    bool any = false;
+    for (RateSource source : bandwidth_source) {
+        fixed.push_back(source != RateSource::Measured && source != RateSource::Cached);
+        any = any || !fixed.back();
+    }
+    if (!any || calls <= 0 || threshold <= 0) return nullptr;
+    return std::make_unique<RateRefiner>(topo.num_dims(), calls,
+                                         kWindowAgreements * agreement_seconds(topo), threshold,
+                                         std::move(fixed));
+}
+
 } // namespace themis

@@ -23,8 +23,12 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <vector>
+
+#include "calibration.h"
+#include "plan.h"
 
 namespace themis {
 
@@ -68,5 +72,24 @@ class RateRefiner {
     std::vector<std::vector<double>> ratios_; // per dimension, this window's, room kept
     std::vector<double> evidence_, factors_;
 };
+
+// The rules of evidence (why each: rate_refiner.cpp).
+// Whether a call run by `plan` on `topo` tells its links' rates: an All-Reduce large enough
+// for the links, not the transport's buffers, and long enough for bandwidth, not latency, to
+// make its busy time.
+bool gives_evidence(const Topology &topo, const Plan &plan);
+// Whether a nonblocking call whose progress loop left at most `longest_gap` seconds between
+// two drives was driven throughout its `predicted` seconds: a stage is seen to end when the
+// loop next runs, so time the program computed between start and wait would be charged to
+// whichever dimensions were busy.
+bool driven_throughout(double longest_gap, double predicted);
+
+// The refiner of a communicator planned on `topo`, its dimensions' bandwidths from
+// `bandwidth_source` (given and default ones stay fixed), revising every `calls` calls past
+// `threshold`; nullptr where nothing can be revised (no measured or cached rate, `calls` or
+// `threshold` 0). Its windows last at least the agreement's predicted time a hundred times.
+std::unique_ptr<RateRefiner> make_rate_refiner(const Topology &topo,
+                                               const std::vector<RateSource> &bandwidth_source,
+                                               int calls, double threshold);
 
 } // namespace themis

@@ -181,4 +181,44 @@ GridResult grid_from_slurm(const std::vector<SlurmAddress> &nodes) {
     return g;
 }
 
+SlurmHosts slurm_hosts(const std::vector<std::string> &host_of,
+                       const std::vector<SlurmReading> &readings) {
+    SlurmHosts out;
+    std::map<std::string, std::pair<int, SlurmAddress>> by_host; // host -> first rank, place
+    for (int r = 0; r < int(readings.size()); ++r) {
+        const SlurmReading &reading = readings[size_t(r)];
+        const std::string rank = "rank " + std::to_string(r);
+        if (reading.state == SlurmReading::None) {
+            out.problem = "SLURM_TOPOLOGY_ADDR is set on some ranks only (not on " + rank + ")";
+            return out;
+        }
+        if (reading.state == SlurmReading::TooLong) {
+            out.problem = rank + ": SLURM_TOPOLOGY_ADDR and its pattern are longer than " +
+                          std::to_string(reading.limit) + " characters together";
+            return out;
+        }
+        SlurmAddress address;
+        try {
+            address = parse_slurm_topology(reading.addr, reading.pattern);
+        } catch (const SpecError &e) {
+            out.problem = rank + ": " + e.what();
+            return out;
+        }
+        const std::string &host = host_of[size_t(r)];
+        const auto known = by_host.emplace(host, std::make_pair(r, address));
+        const SlurmAddress &first = known.first->second.second;
+        if (!known.second && (first.switches != address.switches || first.node != address.node)) {
+            out.problem = "ranks " + std::to_string(known.first->second.first) + " and " +
+                          std::to_string(r) + " on host " + host +
+                          " give different SLURM_TOPOLOGY_ADDR";
+            return out;
+        }
+    }
+    for (auto &[host, place] : by_host) {
+        out.hosts.push_back(host);
+        out.addresses.push_back(std::move(place.second));
+    }
+    return out;
+}
+
 } // namespace themis

@@ -43,6 +43,27 @@ SlurmAddress parse_slurm_topology(const std::string &addr, const std::string &pa
 // than two dimensions remain (no switches, or one level of them: node x nodes).
 GridResult grid_from_slurm(const std::vector<SlurmAddress> &nodes);
 
+// One rank's reading of Slurm's variables, as every rank gathers them.
+struct SlurmReading {
+    enum State { None, Set, TooLong };
+    State state = None;
+    std::string addr, pattern; // Set: SLURM_TOPOLOGY_ADDR, SLURM_TOPOLOGY_ADDR_PATTERN
+    size_t limit = 0;          // TooLong: the most the two may hold together
+};
+
+// The hosts' places from every rank's reading (rank r on host host_of[r]): one address per
+// host, hosts in name order. Every rank judges the same readings alike, so every rank takes
+// the same places or the same problem. A problem in the input, named with its rank (and said
+// to the user): the variables on some ranks only, a reading too long, a malformed value, two
+// ranks of one host that name different places.
+struct SlurmHosts {
+    std::vector<std::string> hosts;
+    std::vector<SlurmAddress> addresses;
+    std::string problem; // non-empty: no places
+};
+SlurmHosts slurm_hosts(const std::vector<std::string> &host_of,
+                       const std::vector<SlurmReading> &readings);
+
 // "s2" < "s10": runs of digits compare as numbers, the rest byte by byte.
 bool natural_less(const std::string &a, const std::string &b);
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <limits>
 #include <random>
@@ -500,4 +501,46 @@ TEST(CalibrationRevision, BandwidthFactorsMultiplyAndRoundLikeMeasuredRates) {
     EXPECT_DOUBLE_EQ(r.dim(1).latency, 7e-6);
     EXPECT_DOUBLE_EQ(with_bandwidth_factors(t, {1.0 / 3, 1}).dim(0).bandwidth * 8, 33.33e6);
     EXPECT_THROW(with_bandwidth_factors(t, {1.0}), std::invalid_argument);
+}
+
+// The rate sources' order: given, then what was found (cached or measured) for the measured
+// dimensions, else the defaults.
+TEST(RateSources, GivenThenFoundThenDefault) {
+    const auto G = RateSource::Given, D = RateSource::Default, M = RateSource::Measured,
+               C = RateSource::Cached;
+    // bw given, dimension 1 of 3 measured now: its latency and fill measured, the rest default.
+    RateSources s = rate_sources(3, {1}, true, false, false, M);
+    EXPECT_EQ(s.bandwidth, (std::vector<RateSource>{G, G, G}));
+    EXPECT_EQ(s.latency, (std::vector<RateSource>{D, M, D}));
+    EXPECT_EQ(s.fill, (std::vector<RateSource>{D, M, D}));
+    // Kept by an earlier job: cached.
+    s = rate_sources(2, {0, 1}, false, false, true, C);
+    EXPECT_EQ(s.bandwidth, (std::vector<RateSource>{C, C}));
+    EXPECT_EQ(s.fill, (std::vector<RateSource>{G, G}));
+    // Nothing found (measuring off, failed, or the ranks disagreed): the defaults.
+    s = rate_sources(2, {0, 1}, false, true, false, std::nullopt);
+    EXPECT_EQ(s.bandwidth, (std::vector<RateSource>{D, D}));
+    EXPECT_EQ(s.latency, (std::vector<RateSource>{G, G}));
+}
+
+TEST(RateSources, ImplausibleMeasurementsAreRefused) {
+    DimensionRates good;
+    good.bandwidth = 1e9;
+    good.latency = 1e-6;
+    good.fill = {0.5, 1.0};
+    std::vector<DimensionRates> rates(2, good);
+    EXPECT_TRUE(plausible_rates(rates, {0, 1}));
+    for (double bad_bw : std::vector<double>{0.0, -1.0, std::nan(""), INFINITY}) {
+        rates[1].bandwidth = bad_bw;
+        EXPECT_FALSE(plausible_rates(rates, {0, 1})) << bad_bw;
+        EXPECT_TRUE(plausible_rates(rates, {0})) << "dimension 1 is not measured";
+    }
+    rates[1] = good;
+    rates[1].latency = -1e-9;
+    EXPECT_FALSE(plausible_rates(rates, {1}));
+    rates[1] = good;
+    rates[1].fill = {0.0, 1.0};
+    EXPECT_FALSE(plausible_rates(rates, {1}));
+    rates[1].fill = {0.5, 1.01};
+    EXPECT_FALSE(plausible_rates(rates, {1}));
 }

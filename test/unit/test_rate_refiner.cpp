@@ -186,3 +186,64 @@ TEST(RateRefiner, EvidenceOfACallCountedEarlierJoinsTheOpenWindow) {
     r.add_evidence(slow.predicted, slow.measured);
     EXPECT_EQ(r.evidence()[3], 1.0);
 }
+
+// The rules of evidence, on a 2x4 network of 10 us and 1 us latencies: which calls tell the
+// links' rates. The thresholds are the rules' own: 8 MiB, 50 latencies, All-Reduce only.
+namespace {
+Plan plan_of(Collective c, uint64_t bytes, double predicted) {
+    Plan p;
+    p.collective = c;
+    p.work_bytes = bytes;
+    p.predicted_time = predicted;
+    return p;
+}
+} // namespace
+
+TEST(RateEvidence, OnlyLargeLongAllReducesTellTheLinks) {
+    const Topology topo = parse_topology("2x4:lat=10us,1us");
+    const uint64_t MiB = uint64_t(1) << 20;
+    const double long_enough = 50 * 10e-6; // 50 times the largest latency
+    EXPECT_TRUE(gives_evidence(topo, plan_of(Collective::AllReduce, 8 * MiB, long_enough)));
+    EXPECT_TRUE(gives_evidence(topo, plan_of(Collective::AllReduce, 64 * MiB, 1.0)));
+    // Under 8 MiB the transport's buffers, not the links, end the stages.
+    EXPECT_FALSE(gives_evidence(topo, plan_of(Collective::AllReduce, 8 * MiB - 1, 1.0)));
+    // Shorter than 50 latencies: latency, which is not revised, makes the busy time.
+    EXPECT_FALSE(gives_evidence(topo, plan_of(Collective::AllReduce, 8 * MiB, 0.99 * long_enough)));
+    // The other collectives' busy times misread the rates.
+    for (Collective c :
+         {Collective::ReduceScatter, Collective::AllGather, Collective::Bcast, Collective::Reduce})
+        EXPECT_FALSE(gives_evidence(topo, plan_of(c, 64 * MiB, 1.0)));
+}
+
+TEST(RateEvidence, ANonblockingCallCountsOnlyIfDrivenThroughout) {
+    // A gap of a quarter of the call's predicted time is the most.
+    EXPECT_TRUE(driven_throughout(0.0, 0.1));
+    EXPECT_TRUE(driven_throughout(0.025, 0.1));
+    EXPECT_FALSE(driven_throughout(0.0251, 0.1));
+    EXPECT_FALSE(driven_throughout(1.0, 0.1)); // the program computed between start and wait
+}
+
+TEST(RateEvidence, ARefinerOnlyWhereSomethingCanBeRevised) {
+    const Topology topo = parse_topology("2x4");
+    const auto measured = RateSource::Measured, cached = RateSource::Cached;
+    const auto given = RateSource::Given, fallback = RateSource::Default;
+    EXPECT_NE(make_rate_refiner(topo, {measured, measured}, 8, 0.15), nullptr);
+    EXPECT_NE(make_rate_refiner(topo, {given, cached}, 8, 0.15), nullptr);
+    // Nothing measured: given and default rates are never revised.
+    EXPECT_EQ(make_rate_refiner(topo, {given, fallback}, 8, 0.15), nullptr);
+    // Off: no window, or no threshold.
+    EXPECT_EQ(make_rate_refiner(topo, {measured, measured}, 0, 0.15), nullptr);
+    EXPECT_EQ(make_rate_refiner(topo, {measured, measured}, 8, 0), nullptr);
+}
+
+TEST(RateEvidence, AGivenDimensionStaysFixed) {
+    // Dimension 0 given, 1 measured: a window where both read half as fast as planned leaves
+    // 0 alone, and 1 off against nothing else measured revises nothing either.
+    auto r = make_rate_refiner(parse_topology("2x4"), {RateSource::Given, RateSource::Measured}, 2,
+                               0.15);
+    ASSERT_NE(r, nullptr);
+    const Call slow = call({100e6, 200e6}, {50e6, 100e6});
+    EXPECT_FALSE(r->count_call(1.0, &slow.predicted, &slow.measured));
+    EXPECT_TRUE(r->count_call(1.0, &slow.predicted, &slow.measured));
+    EXPECT_FALSE(r->revise(r->evidence()).has_value());
+}

@@ -182,3 +182,47 @@ TEST(SlurmTopology, AddressesThatDisagree) {
     g = grid_from_slurm(job({"t.a.n1", "t.a.n2", "b.n3", "b.n4"}));
     EXPECT_EQ(g.reason, "node n3 has 1 levels of switches, node n1 2");
 }
+
+// Every rank's reading judged alike: the hosts' places, or the first problem, named.
+namespace {
+SlurmReading reading(const std::string &addr, const std::string &pattern = "switch.node") {
+    SlurmReading r;
+    r.state = SlurmReading::Set;
+    r.addr = addr;
+    r.pattern = pattern;
+    return r;
+}
+} // namespace
+
+TEST(SlurmHosts, OnePlacePerHostInNameOrder) {
+    // Two ranks on each of two hosts; the hosts come back sorted by name, one address each.
+    const SlurmHosts h =
+        slurm_hosts({"hb", "hb", "ha", "ha"},
+                    {reading("s1.nb"), reading("s1.nb"), reading("s0.na"), reading("s0.na")});
+    EXPECT_EQ(h.problem, "");
+    ASSERT_EQ(h.hosts, (std::vector<std::string>{"ha", "hb"}));
+    ASSERT_EQ(h.addresses.size(), 2u);
+    EXPECT_EQ(h.addresses[0].node, "na");
+    EXPECT_EQ(h.addresses[0].switches, std::vector<std::string>{"s0"});
+    EXPECT_EQ(h.addresses[1].node, "nb");
+}
+
+TEST(SlurmHosts, EveryProblemNamesItsRank) {
+    SlurmReading none, too_long;
+    too_long.state = SlurmReading::TooLong;
+    too_long.limit = 190;
+    EXPECT_EQ(slurm_hosts({"a", "b"}, {reading("s0.a"), none}).problem,
+              "SLURM_TOPOLOGY_ADDR is set on some ranks only (not on rank 1)");
+    EXPECT_EQ(
+        slurm_hosts({"a", "b", "c"}, {reading("s0.a"), reading("s0.b"), too_long}).problem,
+        "rank 2: SLURM_TOPOLOGY_ADDR and its pattern are longer than 190 characters together");
+    // A malformed value: the parser's own message, after the rank.
+    const std::string bad =
+        slurm_hosts({"a", "b"}, {reading("s0.a"), reading("s0.b", "node")}).problem;
+    EXPECT_EQ(bad.rfind("rank 1: ", 0), 0u) << bad;
+    EXPECT_GT(bad.size(), std::string("rank 1: ").size());
+    // Two ranks of one host that name different places.
+    EXPECT_EQ(slurm_hosts({"a", "a"}, {reading("s0.a"), reading("s1.a")}).problem,
+              "ranks 0 and 1 on host a give different SLURM_TOPOLOGY_ADDR");
+    EXPECT_TRUE(slurm_hosts({"a", "a"}, {reading("s0.a"), reading("s1.a")}).hosts.empty());
+}

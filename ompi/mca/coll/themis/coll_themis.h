@@ -184,6 +184,9 @@ THEMIS_COLLECTIVES(THEMIS_PROTOTYPES, _)
  * every parameter outside its valid range back to its default, said once per job. */
 void mca_coll_themis_show_help(const char *topic, ...);
 bool mca_coll_themis_first_process(void);
+/* coll_themis_log.cpp: true the first time this process asks about TOPIC, false after, on
+ * any thread (MPI_THREAD_MULTIPLE): what is said once per process asks it first. */
+bool mca_coll_themis_first_time(const char *topic);
 void mca_coll_themis_check_params(void);
 
 /* The info keys themis reads per communicator (MPI_Comm_set_info, MPI_Comm_dup_with_info):

@@ -43,17 +43,6 @@ std::vector<DimensionRates> rates_of(const Topology &topo) {
     return rates;
 }
 
-bool plausible(const std::vector<DimensionRates> &rates, const std::vector<int> &measured) {
-    for (int d : measured)
-        if (!(std::isfinite(rates[d].bandwidth) && rates[d].bandwidth > 0 &&
-              std::isfinite(rates[d].latency) && rates[d].latency >= 0))
-            return false;
-    for (int d : measured)
-        for (double f : rates[d].fill)
-            if (!(f > 0 && f <= 1)) return false;
-    return true;
-}
-
 // The rates the file keeps for `key`, empty when none.
 std::vector<DimensionRates> rates_in_file(const Topology &topo, const std::string &key) {
     const std::optional<Topology> cached = cached_topology(read_kept_entries(), key, topo);
@@ -193,11 +182,14 @@ CalibratedTopology RatesQuestion::settle(mca_coll_themis_module_t *m, const Agre
     CalibratedTopology out;
     out.topology = given;
     out.note = note_;
-    out.bandwidth_source.assign(given.num_dims(),
-                                bw_given_ ? RateSource::Given : RateSource::Default);
-    out.latency_source.assign(given.num_dims(),
-                              lat_given_ ? RateSource::Given : RateSource::Default);
-    out.fill_source.assign(given.num_dims(), fill_given_ ? RateSource::Given : RateSource::Default);
+    const auto sources = [&](std::optional<RateSource> found) {
+        RateSources s =
+            rate_sources(given.num_dims(), measured_, bw_given_, lat_given_, fill_given_, found);
+        out.bandwidth_source = std::move(s.bandwidth);
+        out.latency_source = std::move(s.latency);
+        out.fill_source = std::move(s.fill);
+    };
+    sources(std::nullopt);
     // Nothing to measure, or ranks that disagree on whether to: the spec's numbers everywhere.
     if (measured_.empty() || !agreement.holds(same_needed_)) return out;
 
@@ -223,12 +215,11 @@ CalibratedTopology RatesQuestion::settle(mca_coll_themis_module_t *m, const Agre
         out.joint_phases = result.joint_phases;
         // Every rank holds the same agreed numbers, but tests make a measurement fail on
         // some ranks only (THEMIS_TEST_CALIBRATION_FAILS): all keep the defaults together.
-        if (!all_agree(m, plausible(result.dims, measured_) && !test_hooks().calibration_fails)) {
+        if (!all_agree(m, plausible_rates(result.dims, measured_) &&
+                              !test_hooks().calibration_fails)) {
             out.note = "calibration measured no usable rate: the defaults are kept";
-            static bool shown = false;
-            if (!shown && mca_coll_themis_first_process())
+            if (mca_coll_themis_first_time("calibration-failed") && mca_coll_themis_first_process())
                 mca_coll_themis_show_help("calibration-failed", given.to_spec().c_str());
-            shown = true;
             return out;
         }
         rates = result.dims;
@@ -236,11 +227,7 @@ CalibratedTopology RatesQuestion::settle(mca_coll_themis_module_t *m, const Agre
     calibrated_layouts.store(memo_key_, rates);
     out.kept = {memo_key_, file_key_};
     out.topology = with_measured_rates(given, rates, bw_given_, lat_given_, fill_given_);
-    for (int d : measured_) {
-        if (!bw_given_) out.bandwidth_source[d] = source;
-        if (!lat_given_) out.latency_source[d] = source;
-        if (!fill_given_) out.fill_source[d] = source;
-    }
+    sources(source);
     if (!file_key_.empty() && source == RateSource::Measured)
         store_in_file(comm_, out.topology, file_key_, out.note);
     return out;

@@ -305,7 +305,7 @@ void Context::watch_sole(Call &call, bool done) {
     // Stages end when the progress loop sees them end: a call left undriven while the
     // program computed would charge that time to whichever dimensions were busy.
     if (gives_evidence(layout_.topology, plan) &&
-        sole_longest_gap_ <= kLongestDriveGap * plan.predicted_time)
+        driven_throughout(sole_longest_gap_, plan.predicted_time))
         refiner_->add_evidence(plan.busy, busy_since(sole_busy_before_));
 }
 

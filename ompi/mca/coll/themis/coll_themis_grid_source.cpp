@@ -26,10 +26,8 @@ std::optional<HostGrid> host_grid() {
     try {
         return read_topo_file(params().topo_file);
     } catch (const std::exception &e) {
-        static bool shown = false;
-        if (!shown && mca_coll_themis_first_process())
+        if (mca_coll_themis_first_time("topo-file") && mca_coll_themis_first_process())
             mca_coll_themis_show_help("topo-file", params().topo_file, e.what());
-        shown = true;
         return std::nullopt;
     }
 }
@@ -38,66 +36,39 @@ std::optional<HostGrid> host_grid() {
 // of the input (a malformed variable), and always in the grid event.
 void slurm_problem(GridChoice &choice, const std::string &why) {
     choice.why = why;
-    static bool shown = false;
-    if (!shown && mca_coll_themis_first_process())
+    if (mca_coll_themis_first_time("slurm-topology") && mca_coll_themis_first_process())
         mca_coll_themis_show_help("slurm-topology", why.c_str());
-    shown = true;
 }
 
-// The hosts' grid from every rank's SLURM_TOPOLOGY_ADDR(_PATTERN): nodes are hosts (every rank
-// of a host must name the same place); any rank's bad value gives no grid, alike everywhere.
+// The hosts' grid from every rank's SLURM_TOPOLOGY_ADDR(_PATTERN) (slurm_hosts judges them:
+// any rank's bad value gives no grid, alike everywhere).
 void grid_from_slurm_records(const RankPlacement &placement,
                              const std::vector<SlurmRecord> &records, GridChoice &choice) {
-    std::map<std::string, std::pair<int, SlurmAddress>> by_host; // host -> first rank, place
-    for (int r = 0; r < int(records.size()); ++r) {
-        const SlurmRecord &s = records[size_t(r)];
-        if (s.state == SlurmRecord::None) {
-            slurm_problem(choice, "SLURM_TOPOLOGY_ADDR is set on some ranks only (not on rank " +
-                                      std::to_string(r) + ")");
-            return;
-        }
-        if (s.state == SlurmRecord::TooLong) {
-            slurm_problem(choice, "rank " + std::to_string(r) +
-                                      ": SLURM_TOPOLOGY_ADDR and its pattern are longer than " +
-                                      std::to_string(sizeof s.text - 2) + " characters together");
-            return;
-        }
+    std::vector<SlurmReading> readings(records.size());
+    for (size_t r = 0; r < records.size(); ++r) {
+        const SlurmRecord &s = records[r];
+        readings[r].state = s.state == SlurmRecord::Set       ? SlurmReading::Set
+                            : s.state == SlurmRecord::TooLong ? SlurmReading::TooLong
+                                                              : SlurmReading::None;
+        readings[r].limit = sizeof s.text - 2;
         const std::string text(s.text, strnlen(s.text, sizeof s.text));
         const size_t cut = text.find('\n');
-        SlurmAddress address;
-        try {
-            address = parse_slurm_topology(text.substr(0, cut), text.substr(cut + 1));
-        } catch (const SpecError &e) {
-            slurm_problem(choice, "rank " + std::to_string(r) + ": " + e.what());
-            return;
-        }
-        const std::string &host = placement.host_of[size_t(r)];
-        const auto known = by_host.emplace(host, std::make_pair(r, address));
-        if (!known.second && (known.first->second.second.switches != address.switches ||
-                              known.first->second.second.node != address.node)) {
-            slurm_problem(choice, "ranks " + std::to_string(known.first->second.first) + " and " +
-                                      std::to_string(r) + " on host " + host +
-                                      " give different SLURM_TOPOLOGY_ADDR");
-            return;
-        }
+        readings[r].addr = text.substr(0, cut);
+        if (cut != std::string::npos) readings[r].pattern = text.substr(cut + 1);
     }
-    if (by_host.size() < 2) {
+    const SlurmHosts places = slurm_hosts(placement.host_of, readings);
+    if (!places.problem.empty()) return slurm_problem(choice, places.problem);
+    if (places.hosts.size() < 2) {
         choice.why = "Slurm's switch tree places hosts, and this communicator has one host";
         return;
     }
-    std::vector<std::string> hosts;
-    std::vector<SlurmAddress> addresses;
-    for (const auto &[host, place] : by_host) {
-        hosts.push_back(host);
-        addresses.push_back(place.second);
-    }
-    const GridResult found = grid_from_slurm(addresses);
+    const GridResult found = grid_from_slurm(places.addresses);
     if (!found.found) {
         choice.why = "Slurm's switch tree: " + found.reason;
         return;
     }
     choice.source = "slurm";
-    choice.grid = host_grid_of(found, hosts);
+    choice.grid = host_grid_of(found, places.hosts);
 }
 
 } // namespace

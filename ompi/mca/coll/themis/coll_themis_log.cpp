@@ -3,6 +3,9 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <mutex>
+#include <set>
+#include <string>
 
 #include "opal/util/output.h"
 
@@ -96,4 +99,11 @@ extern "C" void mca_coll_themis_log_event(int level, const char *event, ompi_com
     }
     va_end(ap);
     line.emit(level, comm);
+}
+
+extern "C" bool mca_coll_themis_first_time(const char *topic) {
+    static std::mutex lock;
+    static std::set<std::string> *asked = new std::set<std::string>; // lives to the end
+    std::lock_guard<std::mutex> hold(lock);
+    return asked->insert(topic).second;
 }

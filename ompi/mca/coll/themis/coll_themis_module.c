@@ -176,12 +176,10 @@ static int themis_module_enable(mca_coll_base_module_t *module, struct ompi_comm
         /* A slot with nothing below us: Open MPI 4.1 needs every slot filled, so themis
          * cannot take this communicator. Nothing below at all: the user selected themis
          * alone; say what to type instead (once per process). */
-        static bool shown = false;
         if (has_any_previous(m)) {
             log_partly_below(m, comm);
-        } else if (!shown && 0 == ompi_comm_rank(comm)) {
+        } else if (0 == ompi_comm_rank(comm) && mca_coll_themis_first_time("themis-alone")) {
             mca_coll_themis_show_help("themis-alone");
-            shown = true;
         }
         forget_previous(m);
         return OMPI_ERR_NOT_FOUND;

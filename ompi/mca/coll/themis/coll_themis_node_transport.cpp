@@ -159,10 +159,10 @@ std::unique_ptr<Transport> NodeTransportQuestion::settle(mca_coll_themis_module_
                                             : why_;
         said = node_event({}, "unusable");
         said->add("node_dims", dimension_list(node_dims_)).add("why", why);
-        static bool shown = false; // asked for explicitly: say it once per job
-        if (!shown && setup_.choice == THEMIS_NODE_CMA && mca_coll_themis_first_process())
+        // Asked for explicitly: said once per job.
+        if (mca_coll_themis_first_time("cma-unavailable") && setup_.choice == THEMIS_NODE_CMA &&
+            mca_coll_themis_first_process())
             mca_coll_themis_show_help("cma-unavailable", why.c_str());
-        shown = true;
         return nullptr;
     }
     if (setup_.choice == THEMIS_NODE_CMA) {

@@ -13,34 +13,6 @@
 
 namespace themis {
 
-namespace {
-
-// A window lasts at least this many times the agreement's predicted time, so that the
-// agreement costs at most about 1 % of the calls it follows.
-constexpr double kWindowAgreements = 100;
-// Evidence only from calls predicted to take this many times the largest latency: their
-// busy time is the links' bandwidth, not their latency (which the refiner does not revise).
-constexpr double kEvidenceLatencies = 50;
-// ... and of at least this many bytes. A transport's buffers let a stage end before its data
-// has crossed the link (TCP's send buffer grows to 4 MiB per connection under Linux's
-// autotuning), so a call that moves not much more than that has busy times that tell the
-// buffers, not the links. On the emulated 2x4 100/200 network with rates right and every
-// window revising (threshold 0.01), five windows of 1 MiB All-Reduces moved one dimension's
-// factor to 0.16-6.4, of 4 MiB 0.80-1.25, of 8 MiB 0.96-1.05 (bench/RESULTS.md, "Rates
-// revised at run time").
-constexpr uint64_t kEvidenceBytes = uint64_t(8) << 20;
-
-// The agreement's predicted time: an allreduce of a few doubles, by recursive doubling,
-// ceil(log2 peers) steps of each dimension's latency there and back.
-double agreement_seconds(const Topology &topo) {
-    double seconds = 0;
-    for (const Dimension &d : topo.dims())
-        seconds += 2 * std::ceil(std::log2(double(std::max(d.peers, 1)))) * d.latency;
-    return seconds;
-}
-
-} // namespace
-
 void RefineQuestion::ask(Agreement &agreement) {
     same_calls_ = agreement.same(uint64_t(params().refine_calls));
     uint64_t threshold = 0;
@@ -63,25 +35,8 @@ std::unique_ptr<RateRefiner> RefineQuestion::settle(const Agreement &agreement,
 }
 
 std::unique_ptr<RateRefiner> make_refiner(const CalibratedTopology &rates) {
-    const int calls = params().refine_calls;
-    const double threshold = params().refine_threshold;
-    std::vector<bool> fixed;
-    bool any = false;
-    for (RateSource source : rates.bandwidth_source) {
-        fixed.push_back(source != RateSource::Measured && source != RateSource::Cached);
-        any = any || !fixed.back();
-    }
-    if (!any || calls <= 0 || threshold <= 0) return nullptr;
-    return std::make_unique<RateRefiner>(rates.topology.num_dims(), calls,
-                                         kWindowAgreements * agreement_seconds(rates.topology),
-                                         threshold, std::move(fixed));
-}
-
-bool gives_evidence(const Topology &topo, const Plan &plan) {
-    if (plan.collective != Collective::AllReduce || plan.work_bytes < kEvidenceBytes) return false;
-    double latency = 0;
-    for (const Dimension &d : topo.dims()) latency = std::max(latency, d.latency);
-    return plan.predicted_time >= kEvidenceLatencies * latency;
+    return make_rate_refiner(rates.topology, rates.bandwidth_source, params().refine_calls,
+                             params().refine_threshold);
 }
 
 void refine_rates(mca_coll_themis_module_t *m, Context &ctx) {

@@ -52,22 +52,7 @@ class RefineQuestion {
 // The refiner of a communicator whose settings were agreed before (an inheriting one).
 std::unique_ptr<RateRefiner> make_refiner(const CalibratedTopology &rates);
 
-// Whether a call run by `plan` (its collective, bytes and predicted time) on `topo` tells its
-// links' rates: an All-Reduce large enough for the links, not the transport's buffers, and
-// long enough for bandwidth, not latency, to make its busy time.
-// Only All-Reduces: on the emulated 2x2x2 50/100/200 network a Reduce-Scatter's busy times read
-// the node level 4.5 times faster than its measured rate and an All-Gather's the fastest
-// dimension 1.3 times, with rates right (bench/RESULTS.md, "Rates revised at run time"), where
-// an All-Reduce's agreed within 18 %; revising from them slowed the All-Gathers after to 37 %.
-bool gives_evidence(const Topology &topo, const Plan &plan);
-
-// A nonblocking call tells them only when the progress loop drove it almost all along: no
-// two of its drives further apart than this share of its predicted time. A stage is seen to
-// end when the loop next runs, so a program that computes between start and wait would have
-// its computing charged to whichever dimensions were busy; a gap of a quarter changes one
-// dimension's factor by at most 1 / 1.25, inside the default threshold. Shorter gaps are the
-// scheduler's on a busy machine (0.3-5 ms here, 4 ranks on 2 cores), as in blocking calls.
-constexpr double kLongestDriveGap = 0.25;
+// The rules of evidence (which calls tell the links' rates) are the core's: rate_refiner.h.
 
 // Collective, after a blocking call whose Context::run() ended a window: the ranks sum their
 // evidence and revise the rates alike.

@@ -134,10 +134,9 @@ LayoutAttempt lay_out(const RankPlacement &placement, GridChoice &grid) {
     } catch (const SpecError &e) {
         attempt.reason = "bad_dims";
         attempt.why = e.what();
-        static bool shown = false; // every process has the same parameter: say it once
-        if (!shown && mca_coll_themis_first_process())
+        // Every process has the same parameter: said once.
+        if (mca_coll_themis_first_time("bad-dims") && mca_coll_themis_first_process())
             mca_coll_themis_show_help("bad-dims", params().dims, e.what());
-        shown = true;
     } catch (const std::exception &e) {
         attempt.reason = "layout";
         attempt.why = e.what();
@@ -205,10 +204,8 @@ void Context::open_trace() {
         // Tracing is a diagnostic: the collectives run on without it. Every process has the
         // same prefix: the first one says it, once; the others at verbose level 1.
         const std::string why = std::strerror(errno);
-        static bool shown = false;
-        if (!shown && mca_coll_themis_first_process())
+        if (mca_coll_themis_first_time("trace-unwritable") && mca_coll_themis_first_process())
             mca_coll_themis_show_help("trace-unwritable", path.c_str(), why.c_str());
-        shown = true;
         say(1, comm_, "cannot write the trace " + path + ": " + why);
         return;
     }
@@ -416,10 +413,9 @@ void Context::setup_device_direct(mca_coll_themis_module_t *m, const std::vector
     // Every rank reaches this point (all_cuda and the layout are agreed): collective.
     if (!cuda::ipc_probe(m, comm_, layout_, position_, node_dims, cuda::ipc_candidate(), why)) {
         LogEvent("device_direct").add("ipc", "none").add("why", why).emit(1, comm_);
-        static bool shown = false;
-        if (!shown && mca_coll_themis_first_process() && params().cuda_ipc != THEMIS_CUDA_IPC_OFF)
+        if (mca_coll_themis_first_time("cuda-ipc-unavailable") && mca_coll_themis_first_process() &&
+            params().cuda_ipc != THEMIS_CUDA_IPC_OFF)
             mca_coll_themis_show_help("cuda-ipc-unavailable", why.c_str());
-        shown = true;
         return;
     }
     const bool moves_device = transport_moves_device();

@@ -55,9 +55,9 @@ void Device::reduce(CUfunction kernel, void *dst, const void *src, size_t elemen
 void Device::load_kernels() {
     const std::string why = find_kernels();
     if (module_) return;
-    static bool shown = false; // once per process, not per context
-    if (!shown) mca_coll_themis_show_help("cuda-kernels-unavailable", why.c_str());
-    shown = true;
+    // Once per process, not per context.
+    if (mca_coll_themis_first_time("cuda-kernels-unavailable"))
+        mca_coll_themis_show_help("cuda-kernels-unavailable", why.c_str());
 }
 
 // Loads the embedded fat binary and looks up every kernel; on failure leaves no module
