@@ -9,21 +9,8 @@ using namespace themis;
 namespace {
 
 // MPI_Allreduce's row of the collectives' table (coll_themis_entry.h).
-struct Allreduce {
-    struct Args {
-        const void *sbuf;
-        void *rbuf;
-        int count;
-        ompi_datatype_t *dtype;
-        ompi_op_t *op;
-    };
+struct Allreduce : VectorReduction {
     static constexpr int slot = THEMIS_COLL_ALLREDUCE;
-    static const char *unsupported(const Args &a, ompi_communicator_t *) {
-        return reduction_unsupported(a.dtype, a.op);
-    }
-    static size_t bytes(const Args &a, ompi_communicator_t *) {
-        return type_bytes(a.dtype, static_cast<size_t>(a.count));
-    }
     static void prepare(Context &ctx, const Args &a, Call &call) {
         prepare_vector_reduction(ctx, Collective::AllReduce, a.sbuf, a.rbuf, a.count, a.dtype, a.op,
                                  call);

@@ -11,22 +11,11 @@ using namespace themis;
 namespace {
 
 // MPI_Reduce's row of the collectives' table (coll_themis_entry.h).
-struct Reduce {
-    struct Args {
-        const void *sbuf;
-        void *rbuf;
-        int count;
-        ompi_datatype_t *dtype;
-        ompi_op_t *op;
+struct Reduce : VectorReduction {
+    struct Args : VectorReduction::Args {
         int root;
     };
     static constexpr int slot = THEMIS_COLL_REDUCE;
-    static const char *unsupported(const Args &a, ompi_communicator_t *) {
-        return reduction_unsupported(a.dtype, a.op);
-    }
-    static size_t bytes(const Args &a, ompi_communicator_t *) {
-        return type_bytes(a.dtype, static_cast<size_t>(a.count));
-    }
     // Where this rank's result goes: rbuf at the root, nowhere elsewhere.
     static void *result(const Context &ctx, const Args &a) {
         return ctx.layout().rank_at[ctx.position()] == a.root ? a.rbuf : nullptr;

@@ -14,11 +14,31 @@
 #include "coll_themis_call.h"
 #include "coll_themis_context.h"
 #include "coll_themis_cuda.h"
+#include "coll_themis_entry.h"
+#include "coll_themis_op.h"
 #if THEMIS_HAVE_CUDA
 #include "cuda/host_fallback.h"
 #endif
 
 namespace themis {
+
+// What the adapters of the one-vector reductions share (coll_themis_entry.h): their arguments
+// but the root, which types and ops themis takes, and the bytes a call moves.
+struct VectorReduction {
+    struct Args {
+        const void *sbuf;
+        void *rbuf;
+        int count;
+        ompi_datatype_t *dtype;
+        ompi_op_t *op;
+    };
+    static const char *unsupported(const Args &a, ompi_communicator_t *) {
+        return reduction_unsupported(a.dtype, a.op);
+    }
+    static size_t bytes(const Args &a, ompi_communicator_t *) {
+        return type_bytes(a.dtype, static_cast<size_t>(a.count));
+    }
+};
 
 // Prepares `call` (blank) on host buffers; `rbuf` null: no result on this rank. The request's
 // root, if any, is the caller's.
