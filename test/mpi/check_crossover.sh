@@ -3,7 +3,7 @@
 # coll_themis_crossover.h): coll_themis_min_bytes left at its default, 4 ranks as 2x2,
 # themis-bench's blocking allreduce, reduce_scatter_block and allgather of 64, 128 and
 # 256 KiB, 11 calls of each (3 bins per collective), every result validated:
-#   - every themis run 20 ms longer (THEMIS_TEST_SLOW_THEMIS_MS): every bin's trial must
+#   - every timed themis run counted 20 ms longer (THEMIS_TEST_SLOW_THEMIS_MS): every bin's trial must
 #     end below, on every rank (36 "crossover ... runs=below decided_by=trial" events), and
 #     themis must have run exactly the trial's themis calls: 4 of each bin's 11 (its first
 #     two, then a run of 2), 12 of each collective's 33;

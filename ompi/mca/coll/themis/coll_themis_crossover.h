@@ -32,11 +32,8 @@ const char *size_unsupported(const mca_coll_themis_module_t *m, int collective, 
 // the ranks agree on the trial's times and decide (verbose 1: event "crossover").
 Crossover::Step crossover_step(mca_coll_themis_module_t *m, int collective, size_t bytes);
 
-// Tests (check_crossover.sh): makes a run on `runner` as much longer as
-// THEMIS_TEST_SLOW_THEMIS_MS or THEMIS_TEST_SLOW_BELOW_MS says.
-void crossover_test_delay(Crossover::Runner runner);
-
-// The time of a run crossover_step() asked to time.
+// The time of a run crossover_step() asked to time (tests add THEMIS_TEST_SLOW_THEMIS_MS or
+// THEMIS_TEST_SLOW_BELOW_MS to it, so that one side looks slower: check_crossover.sh).
 void crossover_record(mca_coll_themis_module_t *m, int collective, size_t bytes,
                       Crossover::Runner runner, double seconds);
 

@@ -259,7 +259,6 @@ template <class C> struct Entry {
         const int rc = step.runner == Crossover::Runner::kThemis
                            ? on_themis(m, *ctx, a, device)
                            : below(m, a, comm, name(kBlocking), device, nullptr);
-        crossover_test_delay(step.runner);
         if (step.timed && rc == OMPI_SUCCESS)
             crossover_record(m, C::slot, bytes, step.runner,
                              std::chrono::duration<double>(clock::now() - start).count());

@@ -23,8 +23,8 @@ struct TestHooks {
                                     // that moves device memory (honoured with the emulated
                                     // CUDA driver only: coll_themis_cuda.cpp)
     double slow_themis_ms = 0;      // THEMIS_TEST_SLOW_THEMIS_MS=N, THEMIS_TEST_SLOW_BELOW_MS=N:
-    double slow_below_ms = 0;       // every blocking call the crossover places (measured)
-                                    // takes N ms longer on themis, on the module below
+    double slow_below_ms = 0;       // every call the crossover's trial times counts N ms
+                                    // longer on themis, on the module below (no call waits)
     int busy_scale_dim = -1;        // THEMIS_TEST_BUSY_SCALE=D:F: the rate refiner sees
     double busy_scale = 1;          // dimension D's measured busy time F times longer
 };
