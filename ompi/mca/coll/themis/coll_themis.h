@@ -224,7 +224,7 @@ void mca_coll_themis_request_finalize(void);
 void mca_coll_themis_ucx_finalize(void);
 
 #if THEMIS_HAVE_CUDA
-/* coll_themis_cuda.cpp: releases streams, device and pinned memory (component close). */
+/* cuda/buffers.cpp: releases streams, device and pinned memory (component close). */
 void mca_coll_themis_cuda_finalize(void);
 #endif
 

@@ -67,7 +67,7 @@ void place_contribution(const void *sbuf, int scount, ompi_datatype_t *sdtype, c
     if (mine_on_device) cuda::copy(mine, host.data(), block);
 }
 
-// MPI_Allgather with a device buffer (coll_themis_cuda.h).
+// MPI_Allgather with a device buffer (cuda/buffers.h).
 void prepare_allgather_device(Context &ctx, const void *sbuf, int scount, ompi_datatype_t *sdtype,
                               void *rbuf, int rcount, ompi_datatype_t *rdtype, Call &call) {
     const int n = static_cast<int>(ctx.layout().rank_at.size());

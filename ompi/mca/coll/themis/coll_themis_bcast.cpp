@@ -59,7 +59,7 @@ void prepare_bcast(Context &ctx, void *buff, int count, ompi_datatype_t *dtype, 
 }
 
 #if THEMIS_HAVE_CUDA
-// MPI_Bcast with a device buffer (coll_themis_cuda.h): one contiguous run moves through the
+// MPI_Bcast with a device buffer (cuda/buffers.h): one contiguous run moves through the
 // transport or is staged, like an All-Gather's buffer; any other datatype on a host copy.
 void prepare_bcast_device(Context &ctx, void *buff, int count, ompi_datatype_t *dtype, int root,
                           Call &call) {

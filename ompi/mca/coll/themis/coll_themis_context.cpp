@@ -14,7 +14,7 @@
 #include "opal/util/info.h"
 #include "opal/util/output.h"
 #include "coll_themis_call.h"
-#include "coll_themis_cuda_ipc.h"
+#include "cuda/ipc.h"
 #include "coll_themis_inherit.h"
 #include "coll_themis_node_transport.h"
 #include "coll_themis_refine.h"

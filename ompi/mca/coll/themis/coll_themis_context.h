@@ -73,7 +73,7 @@ class Context {
     bool transport_moves_device() const { return transport_->moves_device_memory(); }
     int position() const { return position_; }
     HostMemory &memory() { return *memory_; }
-    // Device-direct mode (coll_themis_cuda_ipc.h): the engine's transport moves device
+    // Device-direct mode (cuda/ipc.h): the engine's transport moves device
     // memory on every dimension, node dimensions by CUDA IPC.
     bool device_direct() const { return device_transport_ != nullptr; }
 

@@ -18,7 +18,7 @@
 // Every call taken on is a Call (coll_themis_call.h). On themis, its adapter prepares it
 // (inputs in place, plan request, how its results come out), then it runs to the end
 // (blocking: a call of the context's pool, nothing allocated once warm) or is started and
-// completed from the progress loop. With CUDA (coll_themis_cuda.h) the same decision is
+// completed from the progress loop. With CUDA (cuda/buffers.h) the same decision is
 // taken for device buffers, with a device-aware preparation and the module below on host
 // copies (cuda/host_fallback.h): the memory kind changes how this rank's bytes move, never
 // whether themis runs.
@@ -46,7 +46,7 @@
 #include "coll_themis_context.h"
 #include "coll_themis_crossover.h"
 #include "coll_themis_refine.h"
-#include "coll_themis_cuda.h"
+#include "cuda/buffers.h"
 #include "coll_themis_request.h"
 #include "coll_themis_setup_task.h"
 #include "coll_themis_test_hooks.h"

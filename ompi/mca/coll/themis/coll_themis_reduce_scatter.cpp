@@ -86,7 +86,7 @@ void prepare_reduce_scatter(Context &ctx, const void *sbuf, void *rbuf, const Co
 }
 
 #if THEMIS_HAVE_CUDA
-// With device buffers (coll_themis_cuda.h): the work buffer is a device temporary that
+// With device buffers (cuda/buffers.h): the work buffer is a device temporary that
 // the plan runs on (direct), or that holds evicted chunks while the input is staged.
 void prepare_reduce_scatter_device(Context &ctx, const void *sbuf, void *rbuf,
                                    const Counts &rcounts, ompi_datatype_t *dtype, ompi_op_t *op,

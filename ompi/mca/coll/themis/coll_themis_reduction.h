@@ -13,7 +13,7 @@
 
 #include "coll_themis_call.h"
 #include "coll_themis_context.h"
-#include "coll_themis_cuda.h"
+#include "cuda/buffers.h"
 #include "coll_themis_entry.h"
 #include "coll_themis_op.h"
 #if THEMIS_HAVE_CUDA
@@ -46,7 +46,7 @@ void prepare_vector_reduction(Context &ctx, Collective coll, const void *sbuf, v
                               int count, ompi_datatype_t *dtype, ompi_op_t *op, Call &call);
 
 #if THEMIS_HAVE_CUDA
-// The same on buffers that may be device memory (coll_themis_cuda.h): predefined datatypes
+// The same on buffers that may be device memory (cuda/buffers.h): predefined datatypes
 // only (reduction_unsupported).
 void prepare_vector_reduction_device(Context &ctx, Collective coll, const void *sbuf, void *rbuf,
                                      int count, ompi_datatype_t *dtype, ompi_op_t *op, Call &call);

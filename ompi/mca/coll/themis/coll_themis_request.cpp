@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "coll_themis_context.h"
-#include "coll_themis_cuda.h"
+#include "cuda/buffers.h"
 #include "ompi/mca/coll/base/coll_base_util.h"
 #include "opal/runtime/opal_progress.h"
 

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "coll_themis_context.h"
-#include "coll_themis_cuda.h"
+#include "cuda/buffers.h"
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/info.h"
 

@@ -21,7 +21,7 @@ struct TestHooks {
     bool probe_fails = false;       // THEMIS_TEST_PROBE_FAILS: this rank's grid probes fail
     bool cuda_direct = false;       // THEMIS_TEST_CUDA_DIRECT=1: the transport stands for one
                                     // that moves device memory (honoured with the emulated
-                                    // CUDA driver only: coll_themis_cuda.cpp)
+                                    // CUDA driver only: cuda/buffers.cpp)
     double slow_themis_ms = 0;      // THEMIS_TEST_SLOW_THEMIS_MS=N, THEMIS_TEST_SLOW_BELOW_MS=N:
     double slow_below_ms = 0;       // every call the crossover's trial times counts N ms
                                     // longer on themis, on the module below (no call waits)

@@ -16,7 +16,7 @@
 // with no round at all (connect_chosen, coll_themis_inherit.h).
 //
 // Wrappers over the base transport are chosen later, per dimension: node-local single copy
-// (coll_themis_node_transport.h) and CUDA IPC (coll_themis_cuda_ipc.h).
+// (coll_themis_node_transport.h) and CUDA IPC (cuda/ipc.h).
 #pragma once
 
 #include "coll_themis_prelude.h"

@@ -8,7 +8,7 @@
 #include <memory>
 #include <stdexcept>
 
-#include "coll_themis_cuda.h"
+#include "cuda/buffers.h"
 #include "coll_themis_call.h"
 
 namespace themis {

@@ -1,14 +1,14 @@
 // cuda/ipc_transport.cpp: the engine's transport in device-direct mode
-// (make_ipc_transport, see coll_themis_cuda_ipc.h): node dimensions by CUDA IPC, network
+// (make_ipc_transport, see cuda/ipc.h): node dimensions by CUDA IPC, network
 // dimensions through the wrapped transport.
-#include "coll_themis_cuda_ipc.h"
+#include "cuda/ipc.h"
 
 #include <unistd.h>
 
 #include <cstring>
 #include <stdexcept>
 
-#include "coll_themis_cuda.h"
+#include "cuda/buffers.h"
 #include "transports/control_channels.h"
 #include "cuda/driver.h"
 #include "cuda/events.h"

@@ -1,4 +1,4 @@
-// coll_themis_cuda.h: CUDA device buffers in coll/themis (only when built with CUDA,
+// cuda/buffers.h: CUDA device buffers in coll/themis (only when built with CUDA,
 // THEMIS_HAVE_CUDA; without it nothing here exists and nothing changes).
 //
 // No hard dependency: the component links neither libcuda nor the CUDA runtime. The driver

@@ -1,4 +1,4 @@
-// coll_themis_cuda_ipc.h: the device-direct node dimension (only with CUDA).
+// cuda/ipc.h: the device-direct node dimension (only with CUDA).
 //
 // Ranks of one node exchange device memory directly, through CUDA IPC: a stage's
 // message on a node dimension is a rendezvous in which only a small descriptor crosses

@@ -1,11 +1,11 @@
-// coll_themis_cuda.cpp: device buffers in the collectives (see coll_themis_cuda.h), over
+// cuda/buffers.cpp: device buffers in the collectives (see cuda/buffers.h), over
 // the CUDA glue in cuda/: driver (the driver API through dlopen), memory (pinned and device
 // memory, cached as host memory is), copier (staging copies on streams), device (a
 // context's streams, memory and kernels), process (the process's CUDA state),
 // kernel_choice ((op, datatype) -> kernel).
-#include "coll_themis_cuda.h"
+#include "cuda/buffers.h"
 #include "coll_themis_test_hooks.h"
-#include "coll_themis_cuda_ipc.h"
+#include "cuda/ipc.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -82,7 +82,7 @@ bool direct(const Context &ctx) {
     // Honoured only with the emulated driver, so that a real GPU can never run it.
     static const bool test_direct = test_hooks().cuda_direct && driver_is_emulated();
     if (test_direct) return true;
-    // The device-direct node dimension (coll_themis_cuda_ipc.h): its transport moves
+    // The device-direct node dimension (cuda/ipc.h): its transport moves
     // device memory on every dimension.
     if (ctx.device_direct()) return true;
     return ctx.transport_moves_device();

@@ -1,7 +1,7 @@
-// coll_themis_cuda_ipc.cpp: whether a communicator runs device-direct node dimensions
-// (see coll_themis_cuda_ipc.h); the transport itself is cuda/ipc_transport.cpp, the
+// cuda/ipc.cpp: whether a communicator runs device-direct node dimensions
+// (see cuda/ipc.h); the transport itself is cuda/ipc_transport.cpp, the
 // handles it exchanges cuda/ipc_handles.cpp.
-#include "coll_themis_cuda_ipc.h"
+#include "cuda/ipc.h"
 #include "coll_themis_params.h"
 #include "coll_themis_agreement.h"
 
@@ -9,7 +9,7 @@
 
 #include <stdexcept>
 
-#include "coll_themis_cuda.h"
+#include "cuda/buffers.h"
 #include "cuda/driver.h"
 #include "cuda/ipc_handles.h"
 
