@@ -323,8 +323,8 @@ PhaseTimes measure_phase(CalibrationExchange &exchange, const std::vector<int> &
     PhaseTimes times{sizes(bytes), {}, {}};
     exchange.run(dims, times.bytes);
     // The large exchange's median; the small one's minimum: its time is a fixed delay plus
-    // whatever a busy machine adds (one 8-byte exchange in 40 took 4.6 ms instead of 0.1),
-    // and a latency read too high steers the latency-aware scheduler wrong.
+    // whatever a busy machine adds (a stray exchange can take many times the latency), and
+    // a latency read too high steers the latency-aware scheduler wrong.
     std::vector<double> both = repeated(times.bytes, repetitions, median),
                         small = repeated(std::vector<size_t>(dims.size(), s.latency_bytes),
                                          std::max(repetitions, s.latency_repetitions),
@@ -430,7 +430,7 @@ CalibrationResult calibrate(const Topology &topo, int position, Transport &trans
     // One phase per dimension, and one for all at once. Each phase takes an equal share of
     // what is left of the budget (agreed, so the same on every rank): what the small
     // exchanges, the agreements and ranks starting late cost beyond the timed exchanges
-    // (about 0.3 s on the emulated network of a 2-core machine) comes out of the later ones.
+    // comes out of the later ones.
     const bool fill = settings.fill_in_flight >= 2;
     size_t phases = measured.size() + (measured.size() > 1) + fill; // one more to confirm
     double ended = 0;

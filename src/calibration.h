@@ -35,8 +35,8 @@
 //            about a stage's size (fill_bytes, less where the budget's share cannot hold
 //            them; in proportion to the rates, as above) with 1, 2 and K of them in flight
 //            per dimension (each finished one replaced at once, as the engine's slots):
-//            one stage alone may not fill a link (on the emulated network 56 %, two 78 %,
-//            four 94 %), and the planner's model needs how much each count reaches (the
+//            one stage alone may not fill a link (docs/design.md, "Why the defaults"),
+//            and the planner's model needs how much each count reaches (the
 //            fill curve, topology.h). Interleaved (1, 2, K, 1, 2, K, ...), per rank the
 //            median of the repetitions, over ranks the maximum; the curve follows from the
 //            ratios (derive_fill_curve). Only with fill_in_flight >= 2.

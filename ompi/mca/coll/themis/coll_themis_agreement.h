@@ -15,7 +15,7 @@
 // gather() is the other kind of round: every rank's fixed-size record, to every rank.
 //
 // Both run on the set-up's private duplicate (coll_themis_setup_task.h), inside its task; each
-// is one of the set-up's rounds (counted: the event setup_end, coll_themis_log.h). The first
+// is one of the set-up's rounds (counted: the event setup_end, docs/log-events.md). The first
 // round of every set-up, which decides whether it needs a private duplicate at all
 // (coll_themis_inherit.h), runs on the communicator itself (Agreement::run_among).
 // Every rank must add the same kinds of values in the same order: the reduction's length is

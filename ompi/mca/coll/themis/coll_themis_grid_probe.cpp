@@ -38,9 +38,8 @@ constexpr size_t kMinBytes = 128 << 10, kMaxBytes = 16 << 20;
 constexpr double kTargetSeconds = 0.025;
 constexpr int kRepetitions = 3; // per measurement: the median is kept
 // Sleeps between polls (below): a transfer's expected time over kPollsPerTransfer, within
-// these bounds. Polling ranks take the CPU from the network's own work: at 100 us the
-// emulated 2x2 network's node receiving 100 and 200 Mbit/s at once read 157-180 of the 200
-// (near the shared threshold), at 400 us 179-196, at 20 us 142-153.
+// these bounds. Polling ranks take the CPU from the network's own work: polling too often
+// makes two flows into one node read as sharing a link (bench/HISTORY.md, the grid probe).
 constexpr double kPollsPerTransfer = 200;
 constexpr double kMinPollSleepMicroseconds = 10, kMaxPollSleepMicroseconds = 400;
 constexpr double kFirstPollSleepMicroseconds = 100; // before the first pair sized the transfer

@@ -1,6 +1,6 @@
 // coll_themis_grid_probe.h: the hosts' grid found by probing the network (src/grid_finder.h),
 // inside a communicator's set-up, for dims=auto when no topology file and no Slurm topology
-// gave one (coll_themis_setup.cpp, "Where the grid comes from" in README).
+// gave one (coll_themis_setup.cpp; docs/usage.md, "Where the grid comes from").
 //
 // One rank per host (its lowest) measures; every rank runs the same GridSearch on the same
 // agreed answers, so every rank finds the same grid or the same "none":
@@ -11,8 +11,8 @@
 //                  and spends a shaper's burst), then 3 timed, the median kept; a flow keeps
 //                  streaming, untimed, until every flow of the measurement had its timed ones,
 //                  so that they are timed against each other's traffic. A transfer moves what
-//                  its flow moves alone in 25 ms as measured so far (128 KiB to 16 MiB; the
-//                  flows of a measurement as long as the slowest needs), on the set-up's
+//                  its flow moves alone in kTargetSeconds as measured so far (128 KiB to 16 MiB;
+//                  the flows of a measurement as long as the slowest needs), on the set-up's
 //                  private duplicate;
 //   agreed         after every measurement its rates, a failure flag and the time spent are
 //                  reduced (maximum) over all ranks: every rank holds the same medians, decides

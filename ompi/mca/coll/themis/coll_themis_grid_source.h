@@ -1,4 +1,4 @@
-// coll_themis_grid_source.h: where dims=auto's grid of hosts comes from (README, "Where the
+// coll_themis_grid_source.h: where dims=auto's grid of hosts comes from (docs/usage.md, "Where the
 // grid comes from"), first that applies:
 //   given      coll_themis_dims is a spec: no grid needed;
 //   topo_file  coll_themis_topo_file;
@@ -60,7 +60,7 @@ void set_probed(GridChoice &choice, const GridResult &found, ProbeOutcome::Kept 
 // nodes (then `choice` says none, and why, and `note` says so for the verbose log).
 RankLayout layout_of(const RankPlacement &placement, GridChoice &choice, std::string &note);
 
-// The grid event (coll_themis_log.h) and its human line.
+// The grid event (docs/log-events.md) and its human line.
 void report_grid(ompi_communicator_t *comm, const GridChoice &choice);
 
 } // namespace themis

@@ -345,7 +345,7 @@ std::unique_ptr<Context> Context::create(mca_coll_themis_module_t *m, ompi_commu
         outcome.said = transport.said();
         outcome.transport = transport.chosen();
         ctx->setup_device_direct(m, placement.node_of, agreement.holds(all_cuda));
-        ctx->resolve_settings(); // the chunk count depends on device-direct mode
+        ctx->resolve_settings(); // the parameters and info keys this communicator plans with
         std::optional<LogEvent> node_said;
         if (!ctx->device_direct())
             ctx->node_transport_ = node.settle(

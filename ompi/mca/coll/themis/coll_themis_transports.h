@@ -65,7 +65,7 @@ class TransportQuestion {
     // After the agreement: the base transport, the same row on every rank, connected for
     // `at` (the layout it keeps: the context's); collective where UCX is chosen (two more
     // rounds); nullptr when UCX was chosen and failed on some rank (then on every rank, and
-    // `why` says this rank's reason or other_rank). The event transport (coll_themis_log.h), and
+    // `why` says this rank's reason or other_rank). The event transport (docs/log-events.md), and
     // mismatch where the ranks were given different pml_message_bytes, are in said().
     std::unique_ptr<Transport> settle(const Agreement &agreement, const TransportSite &at,
                                       std::string &why);

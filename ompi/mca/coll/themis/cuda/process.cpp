@@ -55,9 +55,8 @@ Device &current_device() {
 HostMemory &staging_memory() { return pinned_pool(proc().staging, pinned_limit()); }
 
 // Host views are kept within the same bound, and at least 16 MiB: pinned allocations are
-// slow (on an H100 a 64 MiB All-Reduce through host copies took 251 ms where its two
-// copies took 9 ms, when views were kept only up to 16 MiB and each such call allocated
-// and freed 128 MiB).
+// slow, and a call that allocates and frees its views each time spends most of its time
+// there (docs/cuda.md; the H100 run in bench/results/gpu_h100_device.txt).
 HostMemory &view_memory() {
     return pinned_pool(proc().views, std::max(pinned_limit(), size_t(16) << 20));
 }
