@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "coll_themis_context.h"
 #include "coll_themis_setup_task.h"
 #include "ompi/mca/pml/pml.h"
 #include "ompi/op/op.h"
@@ -141,6 +142,34 @@ void agree_max(mca_coll_themis_module_t *m, std::vector<double> &values) {
 
 void gather_bytes(mca_coll_themis_module_t *m, const void *mine, void *all, int bytes) {
     setup_allgather(m, mine, all, bytes);
+}
+
+void setup_wait(ompi_request_t *request, const char *what) {
+    count_setup_round();
+    while (!REQUEST_COMPLETE(request)) opal_progress();
+    const int rc = request->req_status.MPI_ERROR;
+    ompi_request_free(&request);
+    if (rc != OMPI_SUCCESS) throw std::runtime_error(what);
+}
+
+void setup_allreduce(mca_coll_themis_module_t *m, const void *in, void *out, int count,
+                     ompi_datatype_t *type, ompi_op_t *op) {
+    ompi_communicator_t *dup = m->context->dup;
+    ompi_request_t *request = nullptr;
+    if (dup->c_coll->coll_iallreduce(in, out, count, type, op, dup, &request,
+                                     dup->c_coll->coll_iallreduce_module) != OMPI_SUCCESS)
+        throw std::runtime_error("a set-up reduction failed to start");
+    setup_wait(request, "a set-up reduction failed");
+}
+
+void setup_allgather(mca_coll_themis_module_t *m, const void *mine, void *all, int bytes) {
+    ompi_communicator_t *dup = m->context->dup;
+    ompi_request_t *request = nullptr;
+    if (dup->c_coll->coll_iallgather(mine, bytes, &ompi_mpi_byte.dt, all, bytes, &ompi_mpi_byte.dt,
+                                     dup, &request,
+                                     dup->c_coll->coll_iallgather_module) != OMPI_SUCCESS)
+        throw std::runtime_error("a set-up exchange failed to start");
+    setup_wait(request, "a set-up exchange failed");
 }
 
 } // namespace themis

@@ -77,4 +77,13 @@ template <typename T> std::vector<T> gather(mca_coll_themis_module_t *m, const T
     return all;
 }
 
+// Inside a set-up: polls the progress loop until `request` completes (the task steps
+// aside at each poll), frees it and throws `what` if it failed (a round).
+void setup_wait(ompi_request_t *request, const char *what);
+// The set-up's exchanges, on the private duplicate (the module below's nonblocking
+// collectives there): throw on failure. The helpers above are made of them.
+void setup_allreduce(mca_coll_themis_module_t *m, const void *in, void *out, int count,
+                     ompi_datatype_t *type, ompi_op_t *op);
+void setup_allgather(mca_coll_themis_module_t *m, const void *mine, void *all, int bytes);
+
 } // namespace themis

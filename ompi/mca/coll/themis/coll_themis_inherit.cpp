@@ -13,7 +13,7 @@
 #include "coll_themis_node_transport.h"
 #include "coll_themis_params.h"
 #include "coll_themis_refine.h"
-#include "coll_themis_setup_task.h"
+#include "coll_themis_private_dup.h"
 #include "fnv1a.h"
 #include "ompi/proc/proc.h"
 

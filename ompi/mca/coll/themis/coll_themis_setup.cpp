@@ -42,7 +42,7 @@
 #include "coll_themis_inherit.h"
 #include "coll_themis_node_transport.h"
 #include "coll_themis_refine.h"
-#include "coll_themis_setup_task.h"
+#include "coll_themis_private_dup.h"
 #include "coll_themis_test_hooks.h"
 #include "coll_themis_transports.h"
 #include "fnv1a.h"

@@ -51,22 +51,8 @@ inline bool setup_running(const mca_coll_themis_module_t *m) {
 using Launch = std::function<void(Call &)>;
 void hold_until_setup(mca_coll_themis_module_t *m, Call &call, Launch launch);
 
-// Inside a set-up: a duplicate of `comm` whose collectives never come back to themis,
-// made without any collective of `comm` (its id agreed in group mode, over a tag of its own).
-ompi_communicator_t *private_duplicate(ompi_communicator_t *comm);
-
 // Inside a set-up: counts one of its rounds (a collective exchange; the event setup_end says
 // how many). setup_wait() counts the exchanges below; a step that waits otherwise counts its own.
 void count_setup_round();
-
-// Inside a set-up: polls the progress loop until `request` completes (the task steps
-// aside at each poll), frees it and throws `what` if it failed (a round).
-void setup_wait(ompi_request_t *request, const char *what);
-// The set-up's exchanges, on the private duplicate (the module below's nonblocking
-// collectives there): throw on failure. Set-up steps use them through
-// coll_themis_agreement.h.
-void setup_allreduce(mca_coll_themis_module_t *m, const void *in, void *out, int count,
-                     ompi_datatype_t *type, ompi_op_t *op);
-void setup_allgather(mca_coll_themis_module_t *m, const void *mine, void *all, int bytes);
 
 } // namespace themis
