@@ -141,4 +141,28 @@ void Call::clear() {
         OBJ_RELEASE(comm); // last: it may take the context with it
 }
 
+CallPool::Lease CallPool::lease() {
+    std::unique_ptr<Call> call;
+    {
+        std::lock_guard<std::mutex> hold(lock_);
+        if (!calls_.empty()) {
+            call = std::move(calls_.back());
+            calls_.pop_back();
+        }
+    }
+    if (!call) call = std::make_unique<Call>();
+    return Lease(*this, std::move(call));
+}
+
+void CallPool::back(std::unique_ptr<Call> call) {
+    call->clear();
+    std::lock_guard<std::mutex> hold(lock_);
+    calls_.push_back(std::move(call));
+}
+
+void CallPool::clear() {
+    std::lock_guard<std::mutex> hold(lock_);
+    calls_.clear();
+}
+
 } // namespace themis

@@ -27,6 +27,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -146,6 +147,35 @@ class Call {
     bool held_ = false;
     std::atomic<bool> launched_{false};
     std::function<void(Call &)> launch_;
+};
+
+// Blank calls for a communicator's blocking calls, kept with their room: a call on themis
+// returns to the pool when its lease ends, so that nothing is allocated once warm.
+class CallPool {
+  public:
+    class Lease {
+      public:
+        Lease(CallPool &pool, std::unique_ptr<Call> call) : pool_(pool), call_(std::move(call)) {}
+        ~Lease() { pool_.back(std::move(call_)); }
+        Lease(const Lease &) = delete;
+        Lease &operator=(const Lease &) = delete;
+        Call &operator*() const { return *call_; }
+        Call *operator->() const { return call_.get(); }
+
+      private:
+        CallPool &pool_;
+        std::unique_ptr<Call> call_;
+    };
+    // A blank call, from the pool if it holds one; any thread.
+    Lease lease();
+    // Drops every call kept (they belong to the engine their executions ran on).
+    void clear();
+
+  private:
+    void back(std::unique_ptr<Call> call);
+
+    std::mutex lock_;
+    std::vector<std::unique_ptr<Call>> calls_;
 };
 
 } // namespace themis

@@ -9,9 +9,6 @@
 
 #include "coll_themis_prelude.h"
 
-#include <chrono>
-#include <fstream>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -20,17 +17,22 @@
 #include "coll_themis_calibrate.h"
 #include "coll_themis_call.h"
 #include "coll_themis_params.h"
+#include "coll_themis_refine.h"
+#include "coll_themis_settings.h"
+#include "coll_themis_trace.h"
 #include "crossover.h"
 #include "engine.h"
 #include "host_memory.h"
 #include "plan_cache.h"
 #include "rank_layout.h"
-#include "rate_refiner.h"
 
 namespace themis {
 
 struct GroupSetup;
 
+// A set-up communicator's calls on its engine: it plans them (settings_), starts and drives
+// them on the engine over the communicator's transports, and hands what they show to its
+// rate refinement (refinement_) and its trace (trace_); blocking calls come from its pool.
 class Context {
   public:
     // Collective over `comm`; returns nullptr (and says why at verbose level 1) when
@@ -77,37 +79,24 @@ class Context {
     // memory on every dimension, node dimensions by CUDA IPC.
     bool device_direct() const { return device_transport_ != nullptr; }
 
-    // Fills `req` in for a collective on this communicator: the settings in force (MCA
-    // parameters, the communicator's themis_policy info key), the collective and the element
-    // size; the caller adds the sizes. The settings are resolved at set-up and again after
-    // MPI_Comm_set_info, not per call; `req`'s lists keep their room (cleared).
-    void plan_request(PlanRequest &req, Collective coll, uint64_t element_size);
+    // Fills `req` in for a collective on this communicator (coll_themis_settings.h); the
+    // caller adds the sizes.
+    void plan_request(PlanRequest &req, Collective coll, uint64_t element_size) {
+        settings_.fill(req, coll, element_size);
+    }
     // The same as a new request, with its block counts.
     PlanRequest request(Collective coll, uint64_t element_size, std::vector<uint64_t> block_counts);
 
-    // A blank call of this context's pool for a blocking call, back in the pool when the
-    // lease ends (a call on themis kept for the next: nothing allocated once warm).
-    class Lease {
-      public:
-        Lease(Context &ctx, std::unique_ptr<Call> call) : ctx_(ctx), call_(std::move(call)) {}
-        ~Lease();
-        Lease(const Lease &) = delete;
-        Lease &operator=(const Lease &) = delete;
-        Call &operator*() const { return *call_; }
-        Call *operator->() const { return call_.get(); }
-
-      private:
-        Context &ctx_;
-        std::unique_ptr<Call> call_;
-    };
-    Lease lease();
+    // A blank call for a blocking call, back in the pool when the lease ends.
+    using Lease = CallPool::Lease;
+    Lease lease() { return pool_.lease(); }
     // Runs a prepared call (coll_themis_call.h) to its end, its results out: a blocking call.
     // True when it ends a window of the rate refinement (rate_refiner.h): the caller then
     // has the ranks agree on rate_evidence() and hands the sums to revise_rates()
     // (coll_themis_refine.h).
     bool run(Call &call);
     // This rank's evidence of the window that just ended (rate_refiner.h).
-    const std::vector<double> &rate_evidence() { return refiner_->evidence(); }
+    const std::vector<double> &rate_evidence() { return refinement_.evidence(); }
     // The ranks' summed evidence: revises the rates the plans are made from where they are
     // off (verbose 1: event "rates"), the same on every rank, and keeps them where the
     // measured ones were kept (keep_revised_rates()).
@@ -130,19 +119,12 @@ class Context {
     // Plans `call` and starts it on the engine; `nonblocking`: calls after it may run beside
     // it (its carried load passes on).
     void begin(Call &call, bool nonblocking);
-    // begin() for a nonblocking call, counted by the refiner: watched for evidence when alone
-    // on the engine; the window's agreement started when it ends one.
+    // begin() for a nonblocking call, counted by the refinement.
     void begin_nonblocking(Call &call);
     // A completed agreement: revises the rates, then starts the waiting calls.
     void poll_agreement();
     // Polls the progress loop until no agreement is in flight (a blocking call).
     void finish_agreement();
-    // Every dimension's busy seconds so far; those since `before`, as the refiner reads them.
-    const std::vector<double> &busy_now();
-    const std::vector<double> &busy_since(const std::vector<double> &before);
-    // At every drive of the call alone on the engine (sole_): the longest gap between
-    // drives; `done`: its evidence to the refiner, when it has some.
-    void watch_sole(Call &call, bool done);
     // Progresses every collective in flight on the communicator; true once `call` is
     // complete (its stage timings then written to the trace, if any). In the progress
     // callback it steps aside (false) while another thread uses the engine.
@@ -151,13 +133,9 @@ class Context {
     void leave(Call &call);
     // A complete call's stage timings to the trace, once.
     void write_trace(Call &call);
-    // Resolves the settings every call's request starts from (plan_request).
-    void resolve_settings();
-    // A leased call back into the pool, blank.
-    void pool_back(std::unique_ptr<Call> call);
     // Plans from `rates` (its topology becomes the layout's), revised by `refiner` (or none).
     void adopt_rates(const CalibratedTopology &rates, std::unique_ptr<RateRefiner> refiner);
-    // adopt_rates(), and the engine on them.
+    // The engine on `rates`, then adopt_rates().
     void start_engine(const CalibratedTopology &rates, std::unique_ptr<RateRefiner> refiner);
     // Collective: sets up device-direct mode where every rank can (CUDA builds); says why not.
     void setup_device_direct(mca_coll_themis_module_t *m, const std::vector<int> &node_of,
@@ -181,60 +159,21 @@ class Context {
     // Under MPI_THREAD_MULTIPLE one thread may start or run a collective on the
     // communicator while another's progress loop drives the calls in flight on it (MPI
     // orders a communicator's collectives, not the progress of other threads): every use of
-    // the engine and its transport, the plan cache, the load carried and the trace holds
-    // this lock.
+    // the engine and its transport, the plan cache, the load carried, the refinement and the
+    // trace holds this lock.
     std::recursive_mutex engine_lock_;
     PlanCache cache_;
-    // The rate refinement (coll_themis_refine.h): none where no measured rate can be revised.
-    std::unique_ptr<RateRefiner> refiner_;
-    RatesKept rates_kept_;     // where the revised rates replace the measured ones
+    PlanSettings settings_;
+    CallPool pool_;
+    Refinement refinement_; // none where no measured rate can be revised (its on())
+    StageTrace trace_;
     bool rates_known_ = false; // every bandwidth given, measured or cached (not a default)
-    // Starts the agreement of a window a nonblocking call ended (start_refine_agreement()).
-    std::function<ompi_request_t *(const double *, double *, int)> start_agreement_;
-    ompi_request_t *agreement_ = nullptr; // in flight
-    std::vector<double> agreement_in_, agreement_out_;
-    std::vector<Call *> waiting_; // nonblocking calls started while it is in flight, in order
-    // per dimension: busy seconds before a blocking call, the latest reading, since a call
-    std::vector<double> busy_before_, busy_now_, busy_measured_;
-    long refined_calls_ = 0; // calls the refiner counted
-    // The nonblocking call alone on the engine since it started, if any: its busy seconds
-    // then, its last drive, the longest gap between two drives so far.
-    const Call *sole_ = nullptr;
-    std::vector<double> sole_busy_before_;
-    std::chrono::steady_clock::time_point sole_last_drive_;
-    double sole_longest_gap_ = 0;
-    std::ofstream trace_; // open: every call's stage timings are appended
-    long traced_calls_ = 0;
     uint64_t driven_pass_ = 0; // the progress callback's pass that last drove the engine
     // What the last call left the next one's load tracker: a nonblocking call's
     // Plan::carried_load, nothing after a blocking call. Every rank starts a communicator's
     // collectives in the same order, so every rank plans from the same value.
     std::vector<double> carried_load_;
-    // What every call's request starts from: the parameters in force and the
-    // communicator's info keys, resolved by resolve_settings() (at set-up, and on the first
-    // call after an info key changed: info_generation).
-    struct Settings {
-        PlanRequest request; // every field but the sizes (its lists empty)
-        bool carry_load = false;
-        int verbose = 0;
-        uint64_t info_generation = 0; // of the info keys it was resolved from
-        bool resolved = false;
-    } settings_;
-    // Blank calls for blocking calls (lease()), kept with their room.
-    std::mutex pool_lock_;
-    std::vector<std::unique_ptr<Call>> pool_;
 };
-
-// The value of the themis info key `key` on `comm` ("" when unset).
-std::string info(ompi_communicator_t *comm, const char *key);
-// The value of a themis info key on `comm` (mca_coll_themis_info_keys), else `parameter`, the
-// value of the MCA parameter it overrides.
-int info_choice(ompi_communicator_t *comm, const char *key, int parameter);
-
-// Set by the info keys' subscription callback (coll_themis_module.c) each time Open MPI
-// hands it a themis info key's value (MPI_Comm_set_info, a communicator's creation):
-// contexts resolve their settings again on their next call.
-uint64_t info_generation();
 
 // The module's context once its set-up ended; nullptr while it runs or when themis
 // declined the communicator.

@@ -22,7 +22,6 @@
 #include "coll_themis_context.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -47,7 +46,6 @@
 #include "coll_themis_transports.h"
 #include "fnv1a.h"
 #include "node_packages.h"
-#include "trace.h"
 
 #include <unistd.h>
 
@@ -166,52 +164,6 @@ void decline(ompi_communicator_t *comm, const std::string &reason, const std::st
 }
 
 } // namespace
-
-void Context::adopt_rates(const CalibratedTopology &rates, std::unique_ptr<RateRefiner> refiner) {
-    layout_.topology = rates.topology;
-    refiner_ = std::move(refiner);
-    refined_calls_ = 0;
-    rates_kept_ = rates.kept;
-    rates_known_ = std::none_of(rates.bandwidth_source.begin(), rates.bandwidth_source.end(),
-                                [](RateSource r) { return r == RateSource::Default; });
-    start_agreement_ = [m = module_](const double *in, double *out, int n) {
-        return start_refine_agreement(m, in, out, n);
-    };
-}
-
-void Context::start_engine(const CalibratedTopology &rates, std::unique_ptr<RateRefiner> refiner) {
-    adopt_rates(rates, std::move(refiner));
-    engine_ = std::make_unique<Engine>(layout_.topology, engine_transport(), *memory_,
-                                       params().max_active, params().max_active_bytes);
-    busy_before_.assign(size_t(layout_.topology.num_dims()), 0.0);
-    busy_measured_ = busy_before_;
-}
-
-std::string Context::levels() const {
-    std::string levels;
-    for (const std::string &name : layout_.level_names)
-        levels += (levels.empty() ? "" : ",") + name;
-    return levels;
-}
-
-void Context::open_trace() {
-    if (params().trace == nullptr || params().trace[0] == '\0') return;
-    const std::string path = std::string(params().trace) + ".cid" +
-                             std::to_string(themis_comm_id(comm_)) + ".rank" +
-                             std::to_string(ompi_comm_rank(comm_)) + ".csv";
-    trace_.open(path, std::ios::trunc);
-    if (!trace_) {
-        // Tracing is a diagnostic: the collectives run on without it. Every process has the
-        // same prefix: the first one says it, once; the others at verbose level 1.
-        const std::string why = std::strerror(errno);
-        if (mca_coll_themis_first_time("trace-unwritable") && mca_coll_themis_first_process())
-            mca_coll_themis_show_help("trace-unwritable", path.c_str(), why.c_str());
-        say(1, comm_, "cannot write the trace " + path + ": " + why);
-        return;
-    }
-    write_stage_csv_header(trace_, true);
-    say(1, comm_, "stage timings traced to " + path);
-}
 
 std::unique_ptr<Context> Context::create(mca_coll_themis_module_t *m, ompi_communicator_t *comm,
                                          bool device_buffers) {
@@ -345,7 +297,8 @@ std::unique_ptr<Context> Context::create(mca_coll_themis_module_t *m, ompi_commu
         outcome.said = transport.said();
         outcome.transport = transport.chosen();
         ctx->setup_device_direct(m, placement.node_of, agreement.holds(all_cuda));
-        ctx->resolve_settings(); // the parameters and info keys this communicator plans with
+        // The parameters and info keys this communicator plans with.
+        ctx->settings_.resolve(comm, ctx->position_);
         std::optional<LogEvent> node_said;
         if (!ctx->device_direct())
             ctx->node_transport_ = node.settle(
@@ -379,7 +332,7 @@ std::unique_ptr<Context> Context::create(mca_coll_themis_module_t *m, ompi_commu
             refine_said->emit(1, comm);
             outcome.said.push_back(*refine_said);
         }
-        outcome.refine = ctx->refiner_ != nullptr || !refine_said;
+        outcome.refine = ctx->refinement_.on() || !refine_said;
         if (measured.seconds > 0)
             LogEvent("calibration")
                 .add("seconds", measured.seconds, "%.3f")
