@@ -9,7 +9,8 @@
 #   SPEC=2x2x2x2:bw=25Mbps,50Mbps,100Mbps,200Mbps bench/run_grid_probe.sh # 8 two-rank hosts
 #
 # Environment: SPEC (required), PPN [the first dimension's size] ranks per host, JOBS [3],
-# BYTES [16M], ITERS [5], PREFIX [tg], OUT [a temporary directory, printed], TIMEOUT [900].
+# BYTES [16M], ITERS [5], PREFIX [tg], OUT [a temporary directory, printed], TIMEOUT [900],
+# VERBOSE [1] (10: every probe's measurement).
 # The node level runs over its shaped links, as the other emulated figures
 # (coll_themis_node_transport transport, netem.py run --themis's default).
 set -uo pipefail
@@ -18,6 +19,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 NETEM=bench/netem/netem.py
 : "${SPEC:?set SPEC, e.g. 2x2x2:bw=25Mbps,50Mbps,100Mbps}"
 JOBS=${JOBS:-3} BYTES=${BYTES:-16M} ITERS=${ITERS:-5} PREFIX=${PREFIX:-tg} TIMEOUT=${TIMEOUT:-900}
+VERBOSE=${VERBOSE:-1}
 OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/grid_probe.XXXXXX")}
 mkdir -p "$OUT"
 die() { echo "run_grid_probe: $*" >&2; exit 2; }
@@ -32,7 +34,7 @@ for ((j = 1; j <= JOBS; ++j)); do
   log=$OUT/job_$j.log cache=$OUT/cache_$j
   rm -rf "$cache" && mkdir -p "$cache"
   python3 "$NETEM" run --prefix "$PREFIX" --timeout "$TIMEOUT" --themis -- \
-    --mca coll_themis_dims auto --mca coll_themis_verbose 1 -x XDG_CACHE_HOME="$cache" \
+    --mca coll_themis_dims auto --mca coll_themis_verbose "$VERBOSE" -x XDG_CACHE_HOME="$cache" \
     "$build/bench/themis-bench" -m "$BYTES:$BYTES" -i "$ITERS" -x 1 -c \
     --collective allreduce,reduce_scatter_block,allgather --impl themis --dims "$SPEC" \
     >"$log" 2>&1 </dev/null || die "job $j failed: $log"

@@ -3,6 +3,7 @@
 #include "coll_themis_entry.h"
 #include "coll_themis_op.h"
 #include "coll_themis_reduction.h"
+#include "cuda/collectives.h"
 
 using namespace themis;
 
@@ -15,15 +16,6 @@ struct Allreduce : VectorReduction {
         prepare_vector_reduction(ctx, Collective::AllReduce, a.sbuf, a.rbuf, a.count, a.dtype, a.op,
                                  call);
     }
-#if THEMIS_HAVE_CUDA
-    static void prepare_device(Context &ctx, const Args &a, Call &call) {
-        prepare_vector_reduction_device(ctx, Collective::AllReduce, a.sbuf, a.rbuf, a.count,
-                                        a.dtype, a.op, call);
-    }
-    static cuda::HostCopies host_copies(const Args &a, ompi_communicator_t *) {
-        return vector_reduction_copies(a.sbuf, a.rbuf, a.count, a.dtype);
-    }
-#endif
     static int below(mca_coll_themis_module_t *b, const Args &a, const void *s, void *r,
                      ompi_request_t **request) {
         return request ? b->previous_iallreduce(s, r, a.count, a.dtype, a.op, b->comm, request,

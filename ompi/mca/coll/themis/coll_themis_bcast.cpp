@@ -5,24 +5,25 @@
 // place in the user's buffer; any other (a vector, a struct with gaps) is packed
 // (MPI_PACKED) into a temporary buffer at the root, and unpacked from one at the other
 // ranks once the call is complete.
-#include "coll_themis_entry.h"
+#include "coll_themis_bcast.h"
 
 #include <memory>
 #include <stdexcept>
 #include <vector>
 
-using namespace themis;
+#include "coll_themis_entry.h"
+#include "cuda/collectives.h"
 
-namespace {
+namespace themis {
 
-// Where the data of `count` elements of `dtype` at `buff` lie as one run of bytes, or
-// nullptr if they do not.
 char *contiguous_run(void *buff, int count, ompi_datatype_t *dtype) {
     if (!ompi_datatype_is_contiguous_memory_layout(dtype, count)) return nullptr;
     ptrdiff_t true_lb = 0, true_extent = 0;
     ompi_datatype_get_true_extent(dtype, &true_lb, &true_extent);
     return static_cast<char *>(buff) + true_lb;
 }
+
+namespace {
 
 // Packs (pack: into `packed`) or unpacks (from it) the call's elements.
 void convert(void *buff, int count, ompi_datatype_t *dtype, std::vector<char> &packed, bool pack) {
@@ -35,8 +36,8 @@ void convert(void *buff, int count, ompi_datatype_t *dtype, std::vector<char> &p
                                       : "unpacking the buffer failed");
 }
 
-// Prepares the call on host memory: in place where the elements lie in one run of bytes,
-// else on a packed copy.
+} // namespace
+
 void prepare_bcast(Context &ctx, void *buff, int count, ompi_datatype_t *dtype, int root,
                    Call &call) {
     const size_t bytes = type_bytes(dtype, static_cast<size_t>(count));
@@ -58,43 +59,15 @@ void prepare_bcast(Context &ctx, void *buff, int count, ompi_datatype_t *dtype, 
     call.then([=] { convert(buff, count, dtype, *packed, false); });
 }
 
-#if THEMIS_HAVE_CUDA
-// MPI_Bcast with a device buffer (cuda/buffers.h): one contiguous run moves through the
-// transport or is staged, like an All-Gather's buffer; any other datatype on a host copy.
-void prepare_bcast_device(Context &ctx, void *buff, int count, ompi_datatype_t *dtype, int root,
-                          Call &call) {
-    char *run = contiguous_run(buff, count, dtype);
-    if (run == nullptr || !cuda::on_device(buff)) {
-        const bool is_root = ctx.layout().rank_at[ctx.position()] == root;
-        auto view =
-            std::make_shared<cuda::HostView>(buff, dtype, static_cast<size_t>(count), is_root);
-        prepare_bcast(ctx, view->get(), count, dtype, root, call);
-        call.then([view, count] { view->copy_back(static_cast<size_t>(count)); });
-        return;
-    }
-    prepare_bcast(ctx, buff, count, dtype, root, call);
-    if (cuda::direct(ctx)) {
-        call.options.memory = &cuda::device_memory();
-        return;
-    }
-    const StagingRegion all{run, 0, type_bytes(dtype, static_cast<size_t>(count))};
-    auto staged = std::make_shared<cuda::StagedRun>(all, all, all);
-    call.work = nullptr;
-    call.options = staged->options();
-    call.then([staged] { staged->finish(); });
-}
-#endif
+} // namespace themis
+
+using namespace themis;
+
+namespace {
 
 // MPI_Bcast's row of the collectives' table (coll_themis_entry.h).
 struct Bcast {
-    struct Args {
-        // A Bcast has one buffer, the input at the root and the result elsewhere: both.
-        const void *sbuf;
-        void *rbuf;
-        int count;
-        ompi_datatype_t *dtype;
-        int root;
-    };
+    using Args = BcastArgs;
     static constexpr int slot = THEMIS_COLL_BCAST;
     static const char *unsupported(const Args &, ompi_communicator_t *) { return nullptr; }
     static size_t bytes(const Args &a, ompi_communicator_t *) {
@@ -103,17 +76,6 @@ struct Bcast {
     static void prepare(Context &ctx, const Args &a, Call &call) {
         prepare_bcast(ctx, a.rbuf, a.count, a.dtype, a.root, call);
     }
-#if THEMIS_HAVE_CUDA
-    static void prepare_device(Context &ctx, const Args &a, Call &call) {
-        prepare_bcast_device(ctx, a.rbuf, a.count, a.dtype, a.root, call);
-    }
-    static cuda::HostCopies host_copies(const Args &a, ompi_communicator_t *comm) {
-        const bool root = ompi_comm_rank(comm) == a.root;
-        const size_t n = static_cast<size_t>(a.count);
-        return cuda::HostCopies{std::make_unique<cuda::HostView>(nullptr, a.dtype, 0, false),
-                                std::make_unique<cuda::HostView>(a.rbuf, a.dtype, n, root), n};
-    }
-#endif
     static int below(mca_coll_themis_module_t *b, const Args &a, const void *, void *r,
                      ompi_request_t **request) {
         return request ? b->previous_ibcast(r, a.count, a.dtype, a.root, b->comm, request,

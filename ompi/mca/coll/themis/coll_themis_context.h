@@ -137,9 +137,6 @@ class Context {
     void adopt_rates(const CalibratedTopology &rates, std::unique_ptr<RateRefiner> refiner);
     // The engine on `rates`, then adopt_rates().
     void start_engine(const CalibratedTopology &rates, std::unique_ptr<RateRefiner> refiner);
-    // Collective: sets up device-direct mode where every rank can (CUDA builds); says why not.
-    void setup_device_direct(mca_coll_themis_module_t *m, const std::vector<int> &node_of,
-                             bool all_cuda);
     // What the engine runs on: a wrapper of transport_, or transport_ itself.
     Transport &engine_transport();
 

@@ -34,12 +34,13 @@
 //   C::bytes(a, comm)                its size in bytes, the same on every rank, which
 //                                    decides with coll_themis_crossover.h where it runs
 //   C::prepare(ctx, a, call)         prepares `call` (blank) on host buffers
-//   C::prepare_device(ctx, a, call)  the same on buffers that may be device memory (CUDA)
-//   C::host_copies(a, comm)          host copies of its buffers for the module below (CUDA)
 //   C::below(b, a, s, r, request)    layer b's form on buffers s, r: blocking when request
 //                                    is null, else nonblocking
 //   C::below_init(b, a, s, r, info, request)  layer b's persistent form
 //   C::objects(a, comm)              what a persistent request holds while it lives
+// and, for C::Args (CUDA builds: cuda/collectives.h, found by the arguments' type),
+//   prepare_on_device(ctx, a, call)  C::prepare on buffers that may be device memory
+//   host_copies(a, comm)             host copies of its buffers for the module below
 #pragma once
 
 #include "coll_themis_call.h"
@@ -63,13 +64,7 @@ namespace themis {
 
 // Whether either buffer is device memory (CUDA builds).
 inline bool any_on_device(const void *a, const void *b) {
-#if THEMIS_HAVE_CUDA
     return cuda::on_device(a) || cuda::on_device(b);
-#else
-    (void)a;
-    (void)b;
-    return false;
-#endif
 }
 
 // Open MPI objects (communicator, datatypes, op) as the objects they derive from.
@@ -185,7 +180,7 @@ template <class C> struct Entry {
     // Prepares a blank call on themis.
     static void prepare(Context &ctx, const Args &a, bool device, Call &call) {
 #if THEMIS_HAVE_CUDA
-        if (device) return C::prepare_device(ctx, a, call);
+        if (device) return prepare_on_device(ctx, a, call); // cuda/collectives.h
 #else
         (void)device;
 #endif
@@ -199,7 +194,7 @@ template <class C> struct Entry {
 #if THEMIS_HAVE_CUDA
         if (device) {
             try {
-                return cuda::through_host([&] { return C::host_copies(a, comm); },
+                return cuda::through_host([&] { return host_copies(a, comm); },
                                           [&](const void *s, void *r, ompi_request_t **req) {
                                               return C::below(b, a, s, r, req);
                                           },
@@ -311,7 +306,7 @@ template <class C> struct Entry {
             if (device) {
                 try {
                     auto through = cuda::ThroughHostPersistent::make(
-                        C::host_copies(a, comm), [&](const void *s, void *r, ompi_request_t **req) {
+                        host_copies(a, comm), [&](const void *s, void *r, ompi_request_t **req) {
                             return C::below_init(m, a, s, r, info, req);
                         });
                     return persistent_request(

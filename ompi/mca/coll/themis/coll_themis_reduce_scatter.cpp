@@ -4,54 +4,16 @@
 // MPI forbids touching sbuf); rank r's block of the result lies where MPI puts it,
 // at the sum of the counts of the ranks before r, whatever order each chunk visits
 // the dimensions in. At the end the rank's own block is copied to rbuf.
-#include "coll_themis_entry.h"
-#include "coll_themis_op.h"
+#include "coll_themis_reduce_scatter.h"
 
-#include <numeric>
 #include <vector>
 
-#include "opal/util/output.h"
+#include "coll_themis_entry.h"
+#include "coll_themis_op.h"
+#include "cuda/collectives.h"
 
-using namespace themis;
+namespace themis {
 
-namespace {
-
-// A call's receive counts, one per communicator rank: the user's array, borrowed while the
-// entry point runs (a blocking call copies nothing), or all equal
-// (MPI_Reduce_scatter_block). A copy owns its counts: a held call, a nonblocking one or a
-// persistent request may outlive the user's array.
-class Counts {
-  public:
-    static Counts of(const int *counts, int n) { return Counts(counts, 0, n); }
-    static Counts all(int count, int n) { return Counts(nullptr, count, n); }
-    Counts(const Counts &other)
-        : user_(nullptr), same_(other.same_), n_(other.n_), own_(other.list()) {}
-    Counts &operator=(const Counts &) = delete;
-
-    int operator[](int rank) const {
-        return user_ ? user_[rank] : own_.empty() ? same_ : own_[rank];
-    }
-    int size() const { return n_; }
-    // The counts as an array (not of MPI_Reduce_scatter_block's, which has none).
-    const int *data() const { return user_ ? user_ : own_.data(); }
-    size_t total() const {
-        size_t sum = 0;
-        for (int r = 0; r < n_; ++r) sum += static_cast<size_t>((*this)[r]);
-        return sum;
-    }
-
-  private:
-    Counts(const int *user, int same, int n) : user_(user), same_(same), n_(n) {}
-    std::vector<int> list() const { return user_ ? std::vector<int>(user_, user_ + n_) : own_; }
-
-    const int *user_;
-    int same_;
-    int n_;
-    std::vector<int> own_;
-};
-
-// The request (sizes in topology position order) and, in call.scratch, where each block
-// starts in communicator rank order (elements; n + 1 of them, the last the total).
 void plan_reduce_scatter(Context &ctx, const Counts &rcounts, size_t extent, Call &call) {
     const RankLayout &layout = ctx.layout();
     const int n = rcounts.size();
@@ -85,86 +47,16 @@ void prepare_reduce_scatter(Context &ctx, const void *sbuf, void *rbuf, const Co
     call.copy_out = {dtype, static_cast<size_t>(rcounts[me]), rbuf, call.work + displ[me] * extent};
 }
 
-#if THEMIS_HAVE_CUDA
-// With device buffers (cuda/buffers.h): the work buffer is a device temporary that
-// the plan runs on (direct), or that holds evicted chunks while the input is staged.
-void prepare_reduce_scatter_device(Context &ctx, const void *sbuf, void *rbuf,
-                                   const Counts &rcounts, ompi_datatype_t *dtype, ompi_op_t *op,
-                                   Call &call) {
-    const void *input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
-    size_t type_size = 0;
-    ompi_datatype_type_size(dtype, &type_size);
-    const size_t extent = element_extent(dtype);
-    const int me = ctx.layout().rank_at[ctx.position()];
-    if (!cuda::on_device(input) || type_size < extent) {
-        // Only the result is on the device, or a pair type with gaps (reduced on the host
-        // anyway, and rbuf's gaps must stay as they are): the path above on host copies.
-        const size_t total = rcounts.total();
-        const size_t own = static_cast<size_t>(rcounts[me]);
-        auto s = std::make_shared<cuda::HostView>(sbuf, dtype, total, true);
-        auto r =
-            std::make_shared<cuda::HostView>(rbuf, dtype, sbuf == MPI_IN_PLACE ? total : own, true);
-        prepare_reduce_scatter(ctx, s->get(), r->get(), rcounts, dtype, op, call);
-        call.then([s, r, own] { r->copy_back(own); });
-        return;
-    }
-    const int n = rcounts.size();
-    plan_reduce_scatter(ctx, rcounts, extent, call);
-    const std::vector<uint64_t> &displ = call.scratch;
-    ptrdiff_t lo = 0, in_span = 0, out_span = 0;
-    cuda::span_of(dtype, displ[n], lo, in_span);
-    cuda::span_of(dtype, static_cast<size_t>(rcounts[me]), lo, out_span);
-    const uint64_t mine = displ[me] * extent;
-    auto work = std::make_shared<cuda::DeviceBuffer>(displ[n] * extent);
-    if (cuda::direct(ctx)) {
-        cuda::copy(work->get(), input, static_cast<size_t>(in_span));
-        call.work = work->get();
-        call.reduce_with(std::make_unique<cuda::DeviceReducer>(op, dtype, extent));
-        call.options.memory = &cuda::device_memory();
-        call.then([work, rbuf, mine, out_span] {
-            cuda::copy(rbuf, work->get() + mine, static_cast<size_t>(out_span));
-        });
-        return;
-    }
-    // In place, results written to rbuf would overwrite input not yet staged: stage from
-    // a copy then.
-    const char *source = static_cast<const char *>(input);
-    if (sbuf == MPI_IN_PLACE) {
-        cuda::copy(work->get(), input, static_cast<size_t>(in_span));
-        source = work->get();
-    }
-    auto staged = std::make_shared<cuda::StagedRun>(
-        StagingRegion{const_cast<char *>(source), 0, uint64_t(in_span)},
-        StagingRegion{work->get(), 0, displ[n] * extent},
-        StagingRegion{static_cast<char *>(rbuf), mine, mine + uint64_t(out_span)});
-    call.reduce_with(op, dtype, extent);
-    call.options = staged->options();
-    call.then([work, staged] { staged->finish(); });
-}
+} // namespace themis
 
-// Host copies of the buffers for the module below.
-cuda::HostCopies reduce_scatter_copies(const void *sbuf, void *rbuf, const Counts &counts,
-                                       ompi_datatype_t *dtype, ompi_communicator_t *comm) {
-    const size_t total = counts.total();
-    const size_t own = static_cast<size_t>(counts[ompi_comm_rank(comm)]);
-    const bool in_place = sbuf == MPI_IN_PLACE;
-    return cuda::HostCopies{
-        std::make_unique<cuda::HostView>(sbuf, dtype, total, true),
-        std::make_unique<cuda::HostView>(rbuf, dtype, in_place ? total : own, in_place), own};
-}
+using namespace themis;
 
-#endif
+namespace {
 
 // MPI_Reduce_scatter's row of the collectives' table (coll_themis_entry.h); a copy of the
 // arguments owns its counts (Counts).
 struct ReduceScatter {
-    struct Args {
-        const void *sbuf;
-        void *rbuf;
-        Counts counts;
-        ompi_datatype_t *dtype;
-        ompi_op_t *op;
-    };
+    using Args = ReduceScatterArgs;
     static constexpr int slot = THEMIS_COLL_REDUCE_SCATTER;
     static const char *unsupported(const Args &a, ompi_communicator_t *) {
         return reduction_unsupported(a.dtype, a.op);
@@ -175,14 +67,6 @@ struct ReduceScatter {
     static void prepare(Context &ctx, const Args &a, Call &call) {
         prepare_reduce_scatter(ctx, a.sbuf, a.rbuf, a.counts, a.dtype, a.op, call);
     }
-#if THEMIS_HAVE_CUDA
-    static void prepare_device(Context &ctx, const Args &a, Call &call) {
-        prepare_reduce_scatter_device(ctx, a.sbuf, a.rbuf, a.counts, a.dtype, a.op, call);
-    }
-    static cuda::HostCopies host_copies(const Args &a, ompi_communicator_t *comm) {
-        return reduce_scatter_copies(a.sbuf, a.rbuf, a.counts, a.dtype, comm);
-    }
-#endif
     static int below(mca_coll_themis_module_t *b, const Args &a, const void *s, void *r,
                      ompi_request_t **request) {
         return request ? b->previous_ireduce_scatter(s, r, a.counts.data(), a.dtype, a.op, b->comm,

@@ -2,20 +2,18 @@
 // (coll_themis_reduction.h).
 #include "coll_themis_reduction.h"
 
-#include <memory>
 #include <stdexcept>
 
 #include "coll_themis_op.h"
 
 namespace themis {
 
-namespace {
-
-// The request: one block of `count` elements.
 void plan_vector(Context &ctx, Collective coll, Call &call, size_t extent, int count) {
     ctx.plan_request(call.request, coll, extent);
     call.request.block_counts.assign(1, static_cast<uint64_t>(count));
 }
+
+namespace {
 
 // A temporary work buffer of `bytes` for the call, given back when it ends.
 char *temporary_work(Context &ctx, Call &call, size_t bytes) {
@@ -50,58 +48,5 @@ void prepare_vector_reduction(Context &ctx, Collective coll, const void *sbuf, v
         call.copy_out = {dtype, static_cast<size_t>(count), rbuf, call.work};
     }
 }
-
-#if THEMIS_HAVE_CUDA
-void prepare_vector_reduction_device(Context &ctx, Collective coll, const void *sbuf, void *rbuf,
-                                     int count, ompi_datatype_t *dtype, ompi_op_t *op, Call &call) {
-    size_t type_size = 0;
-    ompi_datatype_type_size(dtype, &type_size);
-    const size_t extent = element_extent(dtype);
-    const size_t n = static_cast<size_t>(count);
-    if (rbuf == nullptr || !cuda::on_device(rbuf) || type_size < extent) {
-        // No result here, only the input on the device, or a pair type with gaps (reduced
-        // on the host anyway, and rbuf's gaps must stay as they are): the host path on host
-        // copies.
-        auto s = std::make_shared<cuda::HostView>(sbuf, dtype, n, true);
-        auto r = rbuf ? std::make_shared<cuda::HostView>(rbuf, dtype, n, true) : nullptr;
-        prepare_vector_reduction(ctx, coll, s->get(), r ? r->get() : nullptr, count, dtype, op,
-                                 call);
-        call.then([s, r, n] {
-            if (r) r->copy_back(n);
-        });
-        return;
-    }
-    const void *input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
-    ptrdiff_t lo = 0, span = 0;
-    cuda::span_of(dtype, n, lo, span);
-    const size_t bytes = extent * n;
-    if (static_cast<size_t>(span) != bytes)
-        throw std::logic_error("datatype with gaps on the device path");
-    plan_vector(ctx, coll, call, extent, count);
-    if (cuda::direct(ctx)) { // the transport moves device memory: run on it
-        cuda::copy(rbuf, input, bytes);
-        call.work = static_cast<char *>(rbuf);
-        call.reduce_with(std::make_unique<cuda::DeviceReducer>(op, dtype, extent));
-        call.options.memory = &cuda::device_memory();
-        return;
-    }
-    // Staged: chunks come in from the input, results go out to rbuf, which also holds
-    // chunks evicted meanwhile.
-    const StagingRegion source{static_cast<char *>(const_cast<void *>(input)), 0, bytes};
-    const StagingRegion home{static_cast<char *>(rbuf), 0, bytes};
-    auto staged = std::make_shared<cuda::StagedRun>(source, home, home);
-    call.reduce_with(op, dtype, extent);
-    call.options = staged->options();
-    call.then([staged] { staged->finish(); });
-}
-
-cuda::HostCopies vector_reduction_copies(const void *sbuf, void *rbuf, int count,
-                                         ompi_datatype_t *dtype) {
-    const size_t n = static_cast<size_t>(count);
-    return cuda::HostCopies{std::make_unique<cuda::HostView>(sbuf, dtype, n, true),
-                            std::make_unique<cuda::HostView>(rbuf, dtype, n, sbuf == MPI_IN_PLACE),
-                            n};
-}
-#endif
 
 } // namespace themis

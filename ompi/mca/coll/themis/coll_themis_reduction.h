@@ -13,25 +13,33 @@
 
 #include "coll_themis_call.h"
 #include "coll_themis_context.h"
-#include "cuda/buffers.h"
 #include "coll_themis_entry.h"
 #include "coll_themis_op.h"
-#if THEMIS_HAVE_CUDA
-#include "cuda/host_fallback.h"
-#endif
 
 namespace themis {
 
-// What the adapters of the one-vector reductions share (coll_themis_entry.h): their arguments
-// but the root, which types and ops themis takes, and the bytes a call moves.
+// MPI_Allreduce's arguments, and MPI_Reduce's but the root.
+struct VectorReductionArgs {
+    const void *sbuf;
+    void *rbuf;
+    int count;
+    ompi_datatype_t *dtype;
+    ompi_op_t *op;
+};
+
+struct ReduceArgs : VectorReductionArgs {
+    int root;
+};
+
+// Where a Reduce's result goes on this rank: rbuf at the root, nowhere elsewhere.
+inline void *reduce_result(const Context &ctx, const ReduceArgs &a) {
+    return ctx.layout().rank_at[ctx.position()] == a.root ? a.rbuf : nullptr;
+}
+
+// What the adapters of the one-vector reductions share (coll_themis_entry.h): which types and
+// ops themis takes, and the bytes a call moves.
 struct VectorReduction {
-    struct Args {
-        const void *sbuf;
-        void *rbuf;
-        int count;
-        ompi_datatype_t *dtype;
-        ompi_op_t *op;
-    };
+    using Args = VectorReductionArgs;
     static const char *unsupported(const Args &a, ompi_communicator_t *) {
         return reduction_unsupported(a.dtype, a.op);
     }
@@ -45,15 +53,7 @@ struct VectorReduction {
 void prepare_vector_reduction(Context &ctx, Collective coll, const void *sbuf, void *rbuf,
                               int count, ompi_datatype_t *dtype, ompi_op_t *op, Call &call);
 
-#if THEMIS_HAVE_CUDA
-// The same on buffers that may be device memory (cuda/buffers.h): predefined datatypes
-// only (reduction_unsupported).
-void prepare_vector_reduction_device(Context &ctx, Collective coll, const void *sbuf, void *rbuf,
-                                     int count, ompi_datatype_t *dtype, ompi_op_t *op, Call &call);
-
-// Host copies of the buffers for the module below.
-cuda::HostCopies vector_reduction_copies(const void *sbuf, void *rbuf, int count,
-                                         ompi_datatype_t *dtype);
-#endif
+// The request: one block of `count` elements of `extent` bytes.
+void plan_vector(Context &ctx, Collective coll, Call &call, size_t extent, int count);
 
 } // namespace themis

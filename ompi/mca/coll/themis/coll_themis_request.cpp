@@ -84,11 +84,9 @@ int progress_calls() {
         bool done = false;
         const Call::Tracking t = calls[i]->tracking;
         {
-#if THEMIS_HAVE_CUDA
             // Its device work runs in the context it started in, whichever thread polls;
             // so does its release (device and pinned memory are freed in a context).
             cuda::ContextScope scope(t.cuda_context);
-#endif
             try {
                 done = calls[i]->progress();
             } catch (const std::exception &e) {
@@ -135,9 +133,7 @@ bool registered = false; // the progress callback, from the first call to compon
 // Hands a started call to the progress loop; it completes `request`.
 void track(ompi_request_t *request, std::unique_ptr<Call> call) {
     call->tracking.request = request;
-#if THEMIS_HAVE_CUDA
     call->tracking.cuda_context = cuda::current_context();
-#endif
     std::lock_guard<std::mutex> lock(calls_mutex);
     // Registered once: an idle callback costs one test.
     if (!registered) {

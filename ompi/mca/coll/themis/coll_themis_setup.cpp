@@ -82,11 +82,7 @@ PeerRecord my_record(ompi_communicator_t *comm, CmaOffer &cma, bool device_buffe
     gethostname(mine.host, sizeof mine.host - 1);
     mine.cma = cma.offer(me, info_choice(comm, "themis_node_transport", params().node_transport) !=
                                  THEMIS_NODE_TRANSPORT);
-#if THEMIS_HAVE_CUDA
     mine.cuda_ipc = device_buffers && cuda::ipc_candidate();
-#else
-    (void)device_buffers;
-#endif
     mine.slurm = my_slurm_record();
     return mine;
 }
@@ -296,7 +292,9 @@ std::unique_ptr<Context> Context::create(mca_coll_themis_module_t *m, ompi_commu
         for (const LogEvent &e : transport.said()) e.emit(1, comm);
         outcome.said = transport.said();
         outcome.transport = transport.chosen();
-        ctx->setup_device_direct(m, placement.node_of, agreement.holds(all_cuda));
+        ctx->device_transport_ =
+            cuda::device_direct_transport(m, comm, ctx->layout_, ctx->position_, placement.node_of,
+                                          agreement.holds(all_cuda), *ctx->transport_);
         // The parameters and info keys this communicator plans with.
         ctx->settings_.resolve(comm, ctx->position_);
         std::optional<LogEvent> node_said;
@@ -315,10 +313,7 @@ std::unique_ptr<Context> Context::create(mca_coll_themis_module_t *m, ompi_commu
         // Every rank has its transports now: the rates are measured over them.
         const std::string over =
             rates_transport_name(ctx->transport_name(), node.chosen(), ctx->device_direct());
-        Memory *buffers = nullptr;
-#if THEMIS_HAVE_CUDA
-        if (ctx->device_direct()) buffers = &cuda::device_memory();
-#endif
+        Memory *buffers = cuda::engine_memory(ctx->device_direct());
         CalibratedTopology measured;
         if (over == expected_over && agreement.holds(same_over)) {
             measured = rates.settle(m, agreement, position, ctx->engine_transport(), buffers);
@@ -354,50 +349,6 @@ std::unique_ptr<Context> Context::create(mca_coll_themis_module_t *m, ompi_commu
         if (!ctx->device_direct()) remember_setup(key, std::move(outcome));
         return ctx;
     }
-}
-
-void Context::setup_device_direct(mca_coll_themis_module_t *m, const std::vector<int> &node_of,
-                                  bool all_cuda) {
-#if THEMIS_HAVE_CUDA
-    if (!all_cuda) return; // not a CUDA application everywhere: staged as before
-    std::vector<bool> node_dims = node_local_dimensions(layout_, node_of);
-    if (std::find(node_dims.begin(), node_dims.end(), true) == node_dims.end()) return;
-    std::string why;
-    // Every rank reaches this point (all_cuda and the layout are agreed): collective.
-    if (!cuda::ipc_probe(m, comm_, layout_, position_, node_dims, cuda::ipc_candidate(), why)) {
-        LogEvent("device_direct").add("ipc", "none").add("why", why).emit(1, comm_);
-        if (mca_coll_themis_first_time("cuda-ipc-unavailable") && mca_coll_themis_first_process() &&
-            params().cuda_ipc != THEMIS_CUDA_IPC_OFF)
-            mca_coll_themis_show_help("cuda-ipc-unavailable", why.c_str());
-        return;
-    }
-    const bool moves_device = transport_moves_device();
-    std::string failure;
-    try {
-        device_transport_ = cuda::make_ipc_transport(*transport_, node_dims, moves_device);
-    } catch (const std::exception &e) {
-        failure = e.what();
-    }
-    if (!all_agree(m, failure.empty())) { // all ranks in the same mode, or none
-        device_transport_.reset();
-        LogEvent("device_direct")
-            .add("ipc", "none")
-            .add("why", failure.empty() ? std::string("other_rank") : failure)
-            .emit(1, comm_);
-        return;
-    }
-    std::string dims;
-    for (size_t d = 0; d < node_dims.size(); ++d)
-        if (node_dims[d]) dims += (dims.empty() ? "" : ",") + std::to_string(d);
-    LogEvent("device_direct")
-        .add("ipc", dims)
-        .add("others", moves_device ? "transport" : "pinned")
-        .emit(1, comm_);
-#else
-    (void)m;
-    (void)node_of;
-    (void)all_cuda;
-#endif
 }
 
 Context *context_of(const mca_coll_themis_module_t *m) {

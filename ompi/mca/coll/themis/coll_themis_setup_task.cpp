@@ -36,9 +36,7 @@ struct SetupTask {
     // Calls held until it ends, in the order they came; each one's request owns it, and
     // cannot complete before it is launched.
     std::vector<Call *> held;
-#if THEMIS_HAVE_CUDA
     void *cuda_context = cuda::current_context(); // the set-up's device work runs there
-#endif
 };
 
 std::mutex tasks_lock; // the list, and each task's held calls
@@ -98,9 +96,7 @@ void conclude(SetupTask &task) {
 
 // Resumes `task` until it steps aside or ends; true when it ended.
 bool advance(SetupTask &task) {
-#if THEMIS_HAVE_CUDA
     cuda::ContextScope scope(task.cuda_context);
-#endif
     resumed = &task;
     task.fiber->resume();
     resumed = nullptr;

@@ -92,6 +92,8 @@ Memory &device_memory() { return current_device().memory(); }
 
 Memory &pinned_memory() { return staging_memory(); }
 
+Memory *engine_memory(bool device_direct) { return device_direct ? &device_memory() : nullptr; }
+
 DeviceBuffer::DeviceBuffer(size_t bytes)
     : buf_(static_cast<char *>(current_device().memory().acquire(bytes))), bytes_(bytes) {}
 

@@ -1,5 +1,6 @@
-// cuda/buffers.h: CUDA device buffers in coll/themis (only when built with CUDA,
-// THEMIS_HAVE_CUDA; without it nothing here exists and nothing changes).
+// cuda/buffers.h: CUDA device buffers in coll/themis (when built with CUDA, THEMIS_HAVE_CUDA;
+// without it only the first few functions exist, as what they are then: every buffer is host
+// memory, so the glue calls them in both builds).
 //
 // No hard dependency: the component links neither libcuda nor the CUDA runtime. The driver
 // (libcuda.so.1) is opened with dlopen on the first call that looks at a buffer, and every
@@ -21,20 +22,12 @@
 
 #include "coll_themis_prelude.h"
 
-#if THEMIS_HAVE_CUDA
-
-#include <cstddef>
-#include <memory>
-
-#include "coll_themis_context.h"
-#include "coll_themis_op.h"
-#include "engine.h"
-#include "staging.h"
-
-#include "ompi/op/op.h"
+#include "transport.h"
 
 namespace themis {
 namespace cuda {
+
+#if THEMIS_HAVE_CUDA
 
 // Whether `p` is CUDA device memory, asked of the driver on every call (nothing is cached
 // per pointer: memory is freed and reused). Managed memory counts as host memory: the CPU
@@ -61,6 +54,40 @@ class ContextScope {
     void *previous_ = nullptr;
     bool switched_ = false;
 };
+
+// The memory the engine's temporaries come from: device memory in device-direct mode
+// (`device_direct`), else nullptr (the context's host memory).
+Memory *engine_memory(bool device_direct);
+
+#else // Without CUDA every buffer is host memory, and no thread has a context to keep.
+
+inline bool on_device(const void *) { return false; }
+inline void *current_context() { return nullptr; }
+class ContextScope {
+  public:
+    explicit ContextScope(void *) {}
+};
+inline Memory *engine_memory(bool) { return nullptr; }
+
+#endif // THEMIS_HAVE_CUDA
+
+} // namespace cuda
+} // namespace themis
+
+#if THEMIS_HAVE_CUDA
+
+#include <cstddef>
+#include <memory>
+
+#include "coll_themis_context.h"
+#include "coll_themis_op.h"
+#include "engine.h"
+#include "staging.h"
+
+#include "ompi/op/op.h"
+
+namespace themis {
+namespace cuda {
 
 // Copies `bytes` between any two kinds of memory and waits for the copy.
 void copy(void *dst, const void *src, size_t bytes);

@@ -4,9 +4,11 @@
 #include "cuda/ipc.h"
 #include "coll_themis_params.h"
 #include "coll_themis_agreement.h"
+#include "coll_themis_log.h"
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "cuda/buffers.h"
@@ -93,6 +95,48 @@ bool ipc_probe(mca_coll_themis_module_t *m, ompi_communicator_t *comm, const Ran
     else
         why = failure.empty() ? "another rank cannot" : failure;
     return false;
+}
+
+std::unique_ptr<Transport> device_direct_transport(mca_coll_themis_module_t *m,
+                                                   ompi_communicator_t *comm,
+                                                   const RankLayout &layout, int position,
+                                                   const std::vector<int> &node_of, bool all_cuda,
+                                                   Transport &base) {
+    if (!all_cuda) return nullptr; // not a CUDA application everywhere: staged as before
+    std::vector<bool> node_dims = node_local_dimensions(layout, node_of);
+    if (std::find(node_dims.begin(), node_dims.end(), true) == node_dims.end()) return nullptr;
+    std::string why;
+    // Every rank reaches this point (all_cuda and the layout are agreed): collective.
+    if (!ipc_probe(m, comm, layout, position, node_dims, ipc_candidate(), why)) {
+        LogEvent("device_direct").add("ipc", "none").add("why", why).emit(1, comm);
+        if (mca_coll_themis_first_time("cuda-ipc-unavailable") && mca_coll_themis_first_process() &&
+            params().cuda_ipc != THEMIS_CUDA_IPC_OFF)
+            mca_coll_themis_show_help("cuda-ipc-unavailable", why.c_str());
+        return nullptr;
+    }
+    const bool moves_device = base.moves_device_memory();
+    std::unique_ptr<Transport> direct;
+    std::string failure;
+    try {
+        direct = make_ipc_transport(base, node_dims, moves_device);
+    } catch (const std::exception &e) {
+        failure = e.what();
+    }
+    if (!all_agree(m, failure.empty())) { // all ranks in the same mode, or none
+        LogEvent("device_direct")
+            .add("ipc", "none")
+            .add("why", failure.empty() ? std::string("other_rank") : failure)
+            .emit(1, comm);
+        return nullptr;
+    }
+    std::string dims;
+    for (size_t d = 0; d < node_dims.size(); ++d)
+        if (node_dims[d]) dims += (dims.empty() ? "" : ",") + std::to_string(d);
+    LogEvent("device_direct")
+        .add("ipc", dims)
+        .add("others", moves_device ? "transport" : "pinned")
+        .emit(1, comm);
+    return direct;
 }
 
 } // namespace cuda

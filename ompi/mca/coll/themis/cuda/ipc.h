@@ -1,4 +1,4 @@
-// cuda/ipc.h: the device-direct node dimension (only with CUDA).
+// cuda/ipc.h: the device-direct node dimension (only with CUDA; without it no process can).
 //
 // Ranks of one node exchange device memory directly, through CUDA IPC: a stage's
 // message on a node dimension is a rendezvous in which only a small descriptor crosses
@@ -32,8 +32,6 @@
 
 #include "coll_themis_prelude.h"
 
-#if THEMIS_HAVE_CUDA
-
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,10 +43,21 @@
 namespace themis {
 namespace cuda {
 
+#if THEMIS_HAVE_CUDA
+
 // Whether this process can run a device-direct node dimension: coll_themis_cuda=auto,
 // coll_themis_cuda_ipc=auto, a driver with the IPC functions and a current CUDA context
 // (the application has initialised CUDA). Never throws.
 bool ipc_candidate();
+
+// Collective, at set-up: the engine's transport in device-direct mode, wrapping `base`,
+// where every rank can (`all_cuda`: a CUDA application on every rank, agreed; a node
+// dimension; every rank's probe passed); nullptr, said at verbose level 1, where not.
+std::unique_ptr<Transport> device_direct_transport(mca_coll_themis_module_t *m,
+                                                   ompi_communicator_t *comm,
+                                                   const RankLayout &layout, int position,
+                                                   const std::vector<int> &node_of, bool all_cuda,
+                                                   Transport &base);
 
 // Collective over `comm` (the previous module's collectives): every rank exports a small
 // device buffer, reads its peers' on the node dimensions through their handles, and all
@@ -60,10 +69,22 @@ bool ipc_probe(mca_coll_themis_module_t *m, ompi_communicator_t *comm, const Ran
 std::unique_ptr<Transport> make_ipc_transport(Transport &base, std::vector<bool> node_dims,
                                               bool base_moves_device);
 
+#else // Without CUDA no process can.
+
+inline bool ipc_candidate() { return false; }
+inline std::unique_ptr<Transport> device_direct_transport(mca_coll_themis_module_t *,
+                                                          ompi_communicator_t *, const RankLayout &,
+                                                          int, const std::vector<int> &, bool,
+                                                          Transport &) {
+    return nullptr;
+}
+
+#endif // THEMIS_HAVE_CUDA
+
 } // namespace cuda
 } // namespace themis
 
+#if THEMIS_HAVE_CUDA
 // Closes the peers' allocations still open (component close, before the contexts go).
 extern "C" void mca_coll_themis_cuda_ipc_finalize(void);
-
-#endif // THEMIS_HAVE_CUDA
+#endif
