@@ -633,6 +633,10 @@ Sharing judge_sharing(const SharingSamples &s, double margin) {
     return ratio > 1 ? Sharing::Yes : Sharing::No;
 }
 
+bool measure_again_sized(double measured, double sized_for) {
+    return sized_for > 0 && measured > kResizeFactor * sized_for;
+}
+
 HostGrid host_grid_of(const GridResult &grid, const std::vector<std::string> &hosts) {
     if (!grid.found) throw std::invalid_argument("host_grid_of: no grid (" + grid.reason + ")");
     if (hosts.size() != grid.coords.size())

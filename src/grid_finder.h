@@ -192,6 +192,15 @@ enum class Sharing { No, Yes, Unclear };
 Sharing judge_sharing(const SharingSamples &samples, double margin);
 constexpr double kSharingMargin = 0.35;
 
+// Whether a pair's rate alone, `measured` with transfers sized for `sized_for` (another
+// pair's rate: the pair was not measured yet; any unit, the same for both), must be measured
+// again with transfers sized for itself: it ran more than kResizeFactor faster, so its
+// transfers were that much shorter than meant, short enough for a shaper's burst to inflate
+// the rate (a probe that then takes a link for faster than it is misjudges sharing).
+// False when nothing sized them (`sized_for` 0).
+bool measure_again_sized(double measured, double sized_for);
+constexpr double kResizeFactor = 1.5;
+
 // The grid as coll_themis_topo_file would give it, for make_rank_layout(): `hosts[i]` is
 // node i's host name. Throws std::invalid_argument when no grid was found or the hosts do
 // not match the nodes.

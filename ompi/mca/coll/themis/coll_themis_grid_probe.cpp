@@ -284,7 +284,11 @@ class Measurer {
         // that size, as every pair is.
         if (typical_ == 0) typical_ = median(sample({{from, to}})[0]);
         std::vector<double> &known = alone_[{from, to}];
-        if (known.empty()) known = sample({{from, to}})[0];
+        if (known.empty()) {
+            known = sample({{from, to}})[0]; // sized for typical_
+            // Much faster than that: short transfers, a burst's rate; again, sized for itself.
+            if (measure_again_sized(median(known), typical_)) known = sample({{from, to}})[0];
+        }
         return median(known);
     }
 
