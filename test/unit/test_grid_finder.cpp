@@ -527,11 +527,11 @@ TEST(GridFinder, JudgeSharingAsksForMoreSamplesNearTheThreshold) {
 }
 
 TEST(GridFinder, AnAloneRateFarAboveItsTransfersSizeIsMeasuredAgain) {
-    EXPECT_TRUE(measure_again_sized(271, 50));   // sized for 50: ran 5.4x faster
-    EXPECT_TRUE(measure_again_sized(76, 50));    // just over kResizeFactor
-    EXPECT_FALSE(measure_again_sized(75, 50));   // at it
-    EXPECT_FALSE(measure_again_sized(40, 50));   // slower: its transfers were long enough
-    EXPECT_FALSE(measure_again_sized(271, 0));   // nothing sized them
+    EXPECT_TRUE(measure_again_sized(271, 50)); // sized for 50: ran 5.4x faster
+    EXPECT_TRUE(measure_again_sized(76, 50));  // just over kResizeFactor
+    EXPECT_FALSE(measure_again_sized(75, 50)); // at it
+    EXPECT_FALSE(measure_again_sized(40, 50)); // slower: its transfers were long enough
+    EXPECT_FALSE(measure_again_sized(271, 0)); // nothing sized them
     // Why (a 16-rank job on emulated 2x2x2 50/100/200): one flow into a 200 Mbit/s link and
     // one into a 100 one, on two links. Its transfers sized for 50 Mbit/s, the first flow
     // measured 271 alone, and the two together looked shared; measured again, 205: not.

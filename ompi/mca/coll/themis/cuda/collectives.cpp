@@ -222,8 +222,8 @@ void prepare_on_device(Context &ctx, const VectorReductionArgs &a, Call &call) {
 }
 
 void prepare_on_device(Context &ctx, const ReduceArgs &a, Call &call) {
-    prepare_vector_reduction_device(ctx, Collective::Reduce, a.sbuf, reduce_result(ctx, a),
-                                    a.count, a.dtype, a.op, call);
+    prepare_vector_reduction_device(ctx, Collective::Reduce, a.sbuf, reduce_result(ctx, a), a.count,
+                                    a.dtype, a.op, call);
     call.request.root = ctx.layout().position_of[a.root];
 }
 
