@@ -9,7 +9,7 @@
 #     at the first window's end (8 calls) every rank revises, to the same rates (one `rates`
 #     event per rank, calls=8, all four alike), dimension 1's factor under half of
 #     dimension 0's; every result, before and after the revision, exact;
-#   - the same with nonblocking calls only (16 MiB MPI_Iallreduce then MPI_Wait, no blocking call:
+#   - the same with nonblocking calls only (64 MiB MPI_Iallreduce then MPI_Wait, no blocking call:
 #     the window ends with a nonblocking call, whose agreement the calls after it wait for):
 #     every rank revises alike at call 8, every result exact;
 #   - only rank 0 sees it: the agreed means (3 of 4 ranks see the plan) stay within the
@@ -72,9 +72,11 @@ log=$OUT/from_file.log
 [ "$(log_values "$log" selected dims,bw_source comm=bench_themis | sort -u)" = "$revised|cached,cached" ] ||
   fail "from_file: the job after did not start from the revised rates $revised (log $log)"
 
-# 16 MiB: long enough that the scheduler's gaps between polls (up to 5 ms on 2 cores) leave
-# most calls driven all along (coll_themis_refine.h).
-bench=(--nonblocking buckets --buckets 1 --compute-factor 0 -m 16M:16M)
+# 64 MiB: long enough that the scheduler's gaps between polls (up to 5 ms on 2 cores) leave
+# most calls driven all along (coll_themis_refine.h: a gap over a quarter of the predicted
+# time gives no evidence). At 16 MiB a calibration that read the links fast (7 and 24 Gbit/s)
+# predicted calls so short that once no call of the window counted, and no rank revised.
+bench=(--nonblocking buckets --buckets 1 --compute-factor 0 -m 64M:64M)
 run nonblocking '[0-3]'
 nb_factors=$(revised_alike nonblocking) || exit 1
 bench=()

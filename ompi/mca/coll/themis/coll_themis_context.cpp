@@ -8,6 +8,7 @@
 
 #include "opal/runtime/opal_progress.h"
 #include "coll_themis_call.h"
+#include "cuda/buffers.h"
 #include "coll_themis_inherit.h"
 #include "coll_themis_node_transport.h"
 #include "coll_themis_request.h"
@@ -29,7 +30,8 @@ std::unique_ptr<Context> Context::from_setup(mca_coll_themis_module_t *module,
     std::unique_ptr<Context> ctx(new Context(module, comm, setup.layout, key));
     ctx->setup_source_ = "inherited";
     if (setup.memory) ctx->memory_ = setup.memory;
-    ctx->transport_ = connect_chosen({module, comm, ctx->layout_, ctx->position_}, setup.transport);
+    ctx->adopt_transport(
+        connect_chosen({module, comm, ctx->layout_, ctx->position_}, setup.transport));
     if (std::find(setup.cma.begin(), setup.cma.end(), true) != setup.cma.end())
         ctx->node_transport_ = std::make_unique<CmaTransport>(*ctx->transport_, setup.cma);
     ctx->settings_.resolve(comm, ctx->position_);
@@ -90,6 +92,11 @@ std::string Context::levels() const {
     for (const std::string &name : layout_.level_names)
         levels += (levels.empty() ? "" : ",") + name;
     return levels;
+}
+
+void Context::adopt_transport(std::unique_ptr<Transport> transport) {
+    transport_ = std::move(transport);
+    moves_device_ = transport_->moves_device_memory() || cuda::stands_for_device_transport();
 }
 
 Transport &Context::engine_transport() {

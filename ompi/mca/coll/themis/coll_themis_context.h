@@ -71,8 +71,8 @@ class Context {
     // Opens this rank's stage-timing CSV when coll_themis_trace asks for one.
     void open_trace();
     const char *transport_name() const { return transport_->name(); }
-    // Whether the transport is handed device pointers (UCX with CUDA).
-    bool transport_moves_device() const { return transport_->moves_device_memory(); }
+    // Whether the transport is handed device pointers (UCX with CUDA; decided at set-up).
+    bool transport_moves_device() const { return moves_device_; }
     int position() const { return position_; }
     HostMemory &memory() { return *memory_; }
     // Device-direct mode (cuda/ipc.h): the engine's transport moves device
@@ -139,6 +139,8 @@ class Context {
     void start_engine(const CalibratedTopology &rates, std::unique_ptr<RateRefiner> refiner);
     // What the engine runs on: a wrapper of transport_, or transport_ itself.
     Transport &engine_transport();
+    // The communicator's base transport, connected.
+    void adopt_transport(std::unique_ptr<Transport> transport);
 
     mca_coll_themis_module_t *module_;
     ompi_communicator_t *comm_;
@@ -147,6 +149,8 @@ class Context {
     std::string key_; // its group's (coll_themis_inherit.h)
     const char *setup_source_ = "new";
     std::unique_ptr<Transport> transport_;
+    // It moves device memory (or, in tests, stands for one that does: cuda/buffers.h).
+    bool moves_device_ = false;
     std::unique_ptr<Transport> device_transport_; // device-direct mode: wraps transport_
     std::unique_ptr<Transport> node_transport_;   // single-copy node dimensions: wraps transport_
     // Temporaries, shared by the live communicators of its group (coll_themis_inherit.h): a

@@ -280,8 +280,9 @@ std::unique_ptr<Context> Context::create(mca_coll_themis_module_t *m, ompi_commu
         outcome.placement = placement;
         outcome.grid = grid;
         std::string why;
-        ctx->transport_ = transport.settle(agreement, {m, comm, ctx->layout_, ctx->position_}, why);
-        if (!ctx->transport_) {
+        std::unique_ptr<Transport> base =
+            transport.settle(agreement, {m, comm, ctx->layout_, ctx->position_}, why);
+        if (!base) {
             LogEvent("declined")
                 .add("reason", "setup_failed")
                 .add("where", why == "other_rank" ? "other_rank" : "here")
@@ -289,6 +290,7 @@ std::unique_ptr<Context> Context::create(mca_coll_themis_module_t *m, ompi_commu
                 .emit(1, comm);
             return nullptr;
         }
+        ctx->adopt_transport(std::move(base));
         for (const LogEvent &e : transport.said()) e.emit(1, comm);
         outcome.said = transport.said();
         outcome.transport = transport.chosen();

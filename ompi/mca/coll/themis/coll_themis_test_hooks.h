@@ -20,13 +20,14 @@ struct TestHooks {
                                     // no usable rate
     bool probe_fails = false;       // THEMIS_TEST_PROBE_FAILS: this rank's grid probes fail
     bool cuda_direct = false;       // THEMIS_TEST_CUDA_DIRECT=1: the transport stands for one
-                                    // that moves device memory (honoured with the emulated
-                                    // CUDA driver only: cuda/buffers.cpp)
+                                    // that moves device memory (asked at set-up, honoured with
+                                    // the emulated CUDA driver only: cuda/buffers.h)
     double slow_themis_ms = 0;      // THEMIS_TEST_SLOW_THEMIS_MS=N, THEMIS_TEST_SLOW_BELOW_MS=N:
     double slow_below_ms = 0;       // every call the crossover's trial times counts N ms
                                     // longer on themis, on the module below (no call waits)
     int busy_scale_dim = -1;        // THEMIS_TEST_BUSY_SCALE=D:F: the rate refiner sees
-    double busy_scale = 1;          // dimension D's measured busy time F times longer
+    double busy_scale = 1;          // dimension D's measured busy time F times longer (read
+                                    // when the refinement starts: coll_themis_refine.h)
 };
 
 const TestHooks &test_hooks();

@@ -76,12 +76,6 @@ void copy(void *dst, const void *src, size_t bytes) {
 
 bool direct(const Context &ctx) {
     if (params().cuda != THEMIS_CUDA_AUTO) return false;
-    // Test hook (test/cuda/cuda_run.sh fake): an emulated driver whose device memory the
-    // host can read stands for a transport that moves device memory. Never set it with
-    // a real GPU: the PML would then read device memory and crash.
-    // Honoured only with the emulated driver, so that a real GPU can never run it.
-    static const bool test_direct = test_hooks().cuda_direct && driver_is_emulated();
-    if (test_direct) return true;
     // The device-direct node dimension (cuda/ipc.h): its transport moves
     // device memory on every dimension.
     if (ctx.device_direct()) return true;
@@ -93,6 +87,8 @@ Memory &device_memory() { return current_device().memory(); }
 Memory &pinned_memory() { return staging_memory(); }
 
 Memory *engine_memory(bool device_direct) { return device_direct ? &device_memory() : nullptr; }
+
+bool stands_for_device_transport() { return test_hooks().cuda_direct && driver_is_emulated(); }
 
 DeviceBuffer::DeviceBuffer(size_t bytes)
     : buf_(static_cast<char *>(current_device().memory().acquire(bytes))), bytes_(bytes) {}

@@ -59,6 +59,12 @@ class ContextScope {
 // (`device_direct`), else nullptr (the context's host memory).
 Memory *engine_memory(bool device_direct);
 
+// Tests (test/cuda/cuda_run.sh, fake_direct_*: THEMIS_TEST_CUDA_DIRECT=1): whether a
+// communicator's transport stands for one that moves device memory, asked once at its set-up.
+// Only with the emulated driver, whose device memory the host can read: with a real GPU the
+// PML would read device memory and crash.
+bool stands_for_device_transport();
+
 #else // Without CUDA every buffer is host memory, and no thread has a context to keep.
 
 inline bool on_device(const void *) { return false; }
@@ -68,6 +74,7 @@ class ContextScope {
     explicit ContextScope(void *) {}
 };
 inline Memory *engine_memory(bool) { return nullptr; }
+inline bool stands_for_device_transport() { return false; }
 
 #endif // THEMIS_HAVE_CUDA
 
