@@ -160,9 +160,4 @@ void CallPool::back(std::unique_ptr<Call> call) {
     calls_.push_back(std::move(call));
 }
 
-void CallPool::clear() {
-    std::lock_guard<std::mutex> hold(lock_);
-    calls_.clear();
-}
-
 } // namespace themis

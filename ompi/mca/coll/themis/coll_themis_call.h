@@ -168,8 +168,6 @@ class CallPool {
     };
     // A blank call, from the pool if it holds one; any thread.
     Lease lease();
-    // Drops every call kept (they belong to the engine their executions ran on).
-    void clear();
 
   private:
     void back(std::unique_ptr<Call> call);
