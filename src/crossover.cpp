@@ -9,12 +9,11 @@
 namespace themis {
 
 namespace {
-// The calls of a bin's trial (crossover.h): themis's first two, the first agreement, the
-// module below's run (its untimed first, then kSamples), themis's run, the final agreement.
-constexpr int kEarlyAgreeCall = 2;
-constexpr int kBelowFirstTimed = kEarlyAgreeCall + 1;
-constexpr int kThemisUntimed = kBelowFirstTimed + Crossover::kSamples;
-constexpr int kFinalAgreeCall = kThemisUntimed + Crossover::kSamples;
+// The calls of a bin's trial (crossover.h): themis's untimed first and its kSamples timed,
+// the first agreement (and the module below's untimed first), the module below's kSamples
+// timed, the final agreement.
+constexpr int kEarlyAgreeCall = 1 + Crossover::kSamples;
+constexpr int kFinalAgreeCall = kEarlyAgreeCall + 1 + Crossover::kSamples;
 } // namespace
 
 double below_lower_bound(const Topology &topo, Collective coll, double bytes) {
@@ -78,10 +77,9 @@ std::optional<Crossover::Runner> Crossover::decided(int collective, size_t bytes
 Crossover::Step Crossover::step(int collective, size_t bytes) {
     if (std::optional<Runner> known = decided(collective, bytes)) return {*known, false, false};
     const int call = bin(collective, bytes).calls++;
-    if (call < kEarlyAgreeCall) return {Runner::kThemis, call == 1, false};
+    if (call < kEarlyAgreeCall) return {Runner::kThemis, call > 0, false};
     if (call == kEarlyAgreeCall) return {Runner::kBelow, false, true};
-    if (call < kThemisUntimed) return {Runner::kBelow, true, false};
-    if (call < kFinalAgreeCall) return {Runner::kThemis, call != kThemisUntimed, false};
+    if (call < kFinalAgreeCall) return {Runner::kBelow, true, false};
     return {Runner::kThemis, false, true};
 }
 

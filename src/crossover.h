@@ -8,8 +8,8 @@
 // powers of two (B bytes: bin floor(log2 B)), and a bin's first calls decide it, cheaply:
 //
 //   call 0           themis, not timed: it may set the communicator up, plan, warm buffers
-//   call 1           themis, timed
-//   call 2           first every rank agrees on themis's time (the largest over the ranks: a
+//   call 1           themis, timed (S = kSamples calls: 1)
+//   call 1+S         first every rank agrees on themis's time (the largest over the ranks: a
 //                    collective ends when its slowest rank does), and the bin is decided for
 //                    themis if that time is kClear under the least the module below could
 //                    take on this network (below_lower_bound(), from the rates themis plans
@@ -18,15 +18,16 @@
 //                    cost calls on the slower module (docs/usage.md, "Where themis takes
 //                    over"). Else the module below, not timed (it pays for the ranks
 //                    themis's last call left apart, and for its own first-call costs)
-//   calls 3..2+S     the module below, timed (S = kSamples)
-//   call 3+S         themis, not timed (the same, the other way round)
-//   calls 4+S..2+2S  themis, timed
-//   call 3+2S        first every rank agrees on the trial's times (of each the largest over
-//                    the ranks of each rank's mean: within a run, what one call's skew takes
-//                    from one rank's time it adds to the next call's, so the mean holds where
-//                    single calls do not), then the bin is decided for good: themis where its
-//                    agreed time is at least kMargin below the module below's, the module
-//                    below otherwise.
+//   calls 2+S..1+2S  the module below, timed
+//   call 2+2S        first every rank agrees on the trial's times (of each the largest over
+//                    the ranks of each rank's mean), then the bin is decided for good: themis
+//                    where its agreed time is at least kMargin below the module below's, the
+//                    module below otherwise.
+//
+// One timed call a module: a short run of calls (OSU's 5 a size after 2 warm-ups) counts the
+// trial's calls after its warm-ups, so each call the losing module runs costs that run; the
+// timed call comes back to back after an untimed one of the same module, which took the
+// skew the other module left, as a long run of calls meets it.
 //
 // The margin: a trial of a few calls can meet the network in another state than a program's
 // long run of them does (a shaper's burst can flatter a few calls; docs/design.md, "Why the
@@ -64,7 +65,7 @@ class Crossover {
   public:
     static constexpr size_t kFloorBytes = size_t(16) << 10;
     static constexpr size_t kCeilingBytes = size_t(4) << 20;
-    static constexpr int kSamples = 2;
+    static constexpr int kSamples = 1;      // timed calls a module
     static constexpr double kMargin = 0.10; // themis must be this much faster to win a trial
     // Themis takes a bin untried where its time is at most the module below's least over this.
     static constexpr double kClear = 1.1;

@@ -50,18 +50,18 @@ void run_trial(Crossover &c, int collective, size_t bytes, double themis, double
 
 TEST(Crossover, ATrialRunsEachModuleBackToBackTimingAllButItsFirstThenAgrees) {
     Crossover c(kCollectives);
-    const std::vector<Crossover::Step> s = steps(c, kAllreduce, k64K, 8);
-    // Call 0: themis untimed; 1: themis timed; 2: agree, then below untimed; 3-4: below
-    // timed; 5: themis untimed; 6: themis timed; 7: agree.
-    const Runner expect[] = {Runner::kThemis, Runner::kThemis, Runner::kBelow, Runner::kBelow,
-                             Runner::kBelow,  Runner::kThemis, Runner::kThemis};
-    const bool timed[] = {false, true, false, true, true, false, true};
-    for (int i = 0; i < 7; ++i) {
+    const std::vector<Crossover::Step> s = steps(c, kAllreduce, k64K, 5);
+    // Call 0: themis untimed; 1: themis timed; 2: agree, then below untimed; 3: below timed;
+    // 4: agree. In a run of 5 calls after 2 warm-ups (OSU -i 5 -x 2) at most 2 of the 5 run
+    // on the module that loses.
+    const Runner expect[] = {Runner::kThemis, Runner::kThemis, Runner::kBelow, Runner::kBelow};
+    const bool timed[] = {false, true, false, true};
+    for (int i = 0; i < 4; ++i) {
         EXPECT_EQ(s[size_t(i)].runner, expect[i]) << i;
         EXPECT_EQ(s[size_t(i)].timed, timed[i]) << i;
         EXPECT_EQ(s[size_t(i)].agree, i == 2) << i;
     }
-    EXPECT_TRUE(s[7].agree);
+    EXPECT_TRUE(s[4].agree);
     EXPECT_EQ(std::count_if(s.begin(), s.end(), [](auto x) { return x.timed; }),
               2 * Crossover::kSamples);
     EXPECT_FALSE(c.decided(kAllreduce, k64K).has_value()) << "undecided until decide()";
@@ -201,31 +201,30 @@ TEST(Crossover, ThemisWinsABinOnlyByTheMargin) {
     EXPECT_EQ(c.decide(kAllgather, 2 * k64K, c.trial_times(kAllgather, 2 * k64K)), Runner::kThemis);
 }
 
-TEST(Crossover, TrialTimesAreEachRunsMean) {
-    // Skew moves time between calls (12 + 8 ms on themis: one call finished early at a late
-    // rank, the next waited): the mean holds, 15 and 10 ms.
+TEST(Crossover, TrialTimesAreTheTimedCallsAndNoMore) {
+    // The trial's times are what its timed calls recorded, each module's own; a time recorded
+    // past them is a caller's error.
     Crossover c(kCollectives);
-    const double below[] = {0.020, 0.010}, themis[] = {0.012, 0.008};
-    int b = 0, t = 0, agreements = 0;
+    int agreements = 0, timed = 0;
     for (;;) {
         const Crossover::Step s = c.step(kAllgather, k64K);
         if (s.agree && ++agreements == 2) break;
         if (!s.timed) continue;
-        c.record(kAllgather, k64K, s.runner,
-                 s.runner == Runner::kThemis ? themis[t++] : below[b++]);
+        ++timed;
+        c.record(kAllgather, k64K, s.runner, s.runner == Runner::kThemis ? 0.012 : 0.020);
     }
-    ASSERT_EQ(b, 2);
-    ASSERT_EQ(t, 2);
-    EXPECT_DOUBLE_EQ(c.trial_times(kAllgather, k64K).below, 0.015);
-    EXPECT_DOUBLE_EQ(c.trial_times(kAllgather, k64K).themis, 0.010);
+    ASSERT_EQ(timed, 2);
+    EXPECT_DOUBLE_EQ(c.trial_times(kAllgather, k64K).below, 0.020);
+    EXPECT_DOUBLE_EQ(c.trial_times(kAllgather, k64K).themis, 0.012);
     EXPECT_THROW(c.record(kAllgather, k64K, Runner::kThemis, 0.01), std::logic_error);
+    EXPECT_THROW(c.record(kAllgather, k64K, Runner::kBelow, 0.01), std::logic_error);
 }
 
 TEST(Crossover, ARunnerNeverTimedCountsAsInfinitelySlow) {
     // A rank whose timed runs failed records nothing: its times are infinite, and the
     // agreement (the largest over the ranks) sends the bin below on every rank.
     Crossover c(kCollectives);
-    for (int i = 0; i < 8; ++i) c.step(kAllreduce, k64K);
+    for (int i = 0; i < 5; ++i) c.step(kAllreduce, k64K);
     EXPECT_TRUE(std::isinf(c.trial_times(kAllreduce, k64K).themis));
     EXPECT_EQ(c.decide(kAllreduce, k64K, c.trial_times(kAllreduce, k64K)), Runner::kBelow);
 }
