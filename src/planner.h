@@ -8,7 +8,11 @@
 //               2, 4, ... up to kMaxAutoChunks: more chunks fill the pipeline sooner but pay
 //               every stage's latency more often, and past some count K stages fit in
 //               max_active_bytes at once, so the prediction falls, rises, and can fall again.
-//               Either way no chunk is smaller than min_chunk_bytes or holds no data.
+//               Either way no chunk is smaller than min_chunk_bytes or holds no data,
+//               but where the floor leaves fewer chunks than dimensions in use, one chunk
+//               per dimension is taken if predicted clearly faster (kClearGain) by more
+//               than its added stages cost (kStageOverhead): one chunk keeps one dimension
+//               busy at a time, whatever its size.
 //   algorithms  at the best count, every alternative of one dimension at a time that takes
 //               fewer steps (they all move the same bytes), kept when predicted faster; if
 //               any was kept, the counts either side are tried again.
@@ -38,6 +42,12 @@ constexpr int kMaxAutoChunks = THEMIS_AUTO_CHUNKS_MAX;
 // counts are of this size; where it sees a large gain (a latency-bound network,
 // device-direct copies) the gain is real (docs/design.md, "Why the defaults").
 constexpr double kClearGain = 0.05;
+
+// What a stage costs the engine beyond the network's latency, in seconds, which the model does
+// not see: start, progress and completion on each rank. A 4-byte All-Reduce on 2x2 (4 stages)
+// took 21-53 us on 4 ranks of one 2-core machine, so about 5-13 us a stage; charged at twice
+// that, as more chunks on one node also share its cores (docs/design.md, "Why the defaults").
+constexpr double kStageOverhead = 25e-6;
 
 struct Prediction {
     Topology topology; // the request's network, with the algorithm each dimension runs

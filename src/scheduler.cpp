@@ -82,13 +82,6 @@ class DimLoadTracker {
     std::vector<double> load_;
 };
 
-std::vector<int> active_dims(const Topology &topo) {
-    std::vector<int> dims;
-    for (int d = 0; d < topo.num_dims(); ++d)
-        if (topo.dim(d).peers > 1) dims.push_back(d);
-    return dims;
-}
-
 // Appends stages along `order`, tracking the chunk's size as it shrinks (a narrowing
 // phase) or grows (a widening one).
 double append_stages(const Topology &topo, Phase phase, const std::vector<int> &order, double input,
@@ -143,7 +136,7 @@ std::vector<ChunkSchedule> schedule_chunks(const Topology &topo, Collective coll
                                            const std::vector<double> &chunk_bytes,
                                            const SchedulerParams &params,
                                            const std::vector<double> &carried) {
-    const std::vector<int> ascending = active_dims(topo);
+    const std::vector<int> ascending = topo.active_dims();
     const std::vector<int> descending(ascending.rbegin(), ascending.rend());
     DimLoadTracker tracker(topo, params.load_model, carried);
 
@@ -173,7 +166,7 @@ std::vector<double> carried_load(const Topology &topo, Collective coll,
                                  double unit) {
     DimLoadTracker tracker(topo, params.load_model, carried);
     for (const ChunkSchedule &chunk : schedule) tracker.charge(coll, chunk);
-    const std::vector<int> active = active_dims(topo);
+    const std::vector<int> active = topo.active_dims();
     std::vector<double> out(topo.num_dims(), 0.0);
     if (active.empty() || !(unit > 0)) return out;
     double least = tracker.load(active[0]);

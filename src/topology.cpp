@@ -51,6 +51,13 @@ double Topology::total_bandwidth() const {
     return sum;
 }
 
+std::vector<int> Topology::active_dims() const {
+    std::vector<int> active;
+    for (int d = 0; d < num_dims(); ++d)
+        if (dims_[size_t(d)].peers > 1) active.push_back(d);
+    return active;
+}
+
 Topology Topology::without_latency() const {
     auto dims = dims_;
     for (auto &d : dims) d.latency = 0;

@@ -76,6 +76,8 @@ class Topology {
     int with_coord(int rank, int d, int value) const;
 
     double total_bandwidth() const; // sum over dimensions with more than one peer
+    // The dimensions with more than one peer (those a collective's stages run on), ascending.
+    std::vector<int> active_dims() const;
     // The same network with every latency set to zero (bandwidth-only model).
     Topology without_latency() const;
     // Canonical spec that parses back to this topology.

@@ -110,6 +110,49 @@ TEST(PlannerByHand, WithoutLatencyTwoChunksReachTheBound) {
     EXPECT_NEAR(p.ordering.makespan, bound, 1e-12);
 }
 
+TEST(PlannerByHand, UnderTheFloorOneChunkPerDimensionWhereClearlyFaster) {
+    // The floor (1 MiB) allows one chunk of a 1 MiB All-Reduce. Two dimensions of 2 peers at
+    // 1 GB/s, no latency: one chunk per dimension reaches the bound, 0.75 MiB at 1 GB/s (as
+    // in WithoutLatencyTwoChunksReachTheBound), where one chunk takes more than 1.1x it.
+    // A dimension of one peer between them takes no stage and no chunk. Tolerance 1e-12 s.
+    const double bound = 0.75 * (1 << 20) / 1e9;
+    PlanRequest req = allreduce(1 << 20, kAutoChunks);
+    req.min_chunk_bytes = 1 << 20;
+    for (const Topology &t : {Topology({dim(2, 1e9), dim(2, 1e9)}),
+                              Topology({dim(2, 1e9), dim(1, 1e9), dim(2, 1e9)})}) {
+        SCOPED_TRACE(t.to_spec());
+        ASSERT_GT(predict(t, req, 1).ordering.makespan, bound * 1.1);
+        const Prediction p = predict_plan(t, req);
+        EXPECT_EQ(p.schedule.size(), 2u);
+        EXPECT_NEAR(p.ordering.makespan, bound, 1e-12);
+        // A fixed count of 1 is kept.
+        req.chunks = 1;
+        EXPECT_EQ(predict_plan(t, req).schedule.size(), 1u);
+        req.chunks = kAutoChunks;
+    }
+    // Latency-bound (1 ms a step, 1 KiB): a chunk's four stages take 4 ms however many chunks
+    // run side by side; two are not clearly faster, so the floor's one chunk stays.
+    Topology slow({dim(2, 1e9, 1e-3), dim(2, 1e9, 1e-3)});
+    PlanRequest small = allreduce(1024, kAutoChunks);
+    small.min_chunk_bytes = 1 << 20;
+    EXPECT_EQ(predict_plan(slow, small).schedule.size(), 1u);
+    // Bandwidth-bound but small (16 KiB): two chunks halve 24.6 us, but the 12.3 us saved
+    // are less than the 4 added stages cost the engine (kStageOverhead each): one chunk.
+    Topology fast({dim(2, 1e9), dim(2, 1e9)});
+    PlanRequest sixteen = allreduce(16 << 10, kAutoChunks);
+    sixteen.min_chunk_bytes = 1 << 20;
+    ASSERT_LT(predict(fast, sixteen, 2).ordering.makespan,
+              predict(fast, sixteen, 1).ordering.makespan * (1 - kClearGain));
+    ASSERT_LT(predict(fast, sixteen, 1).ordering.makespan -
+                  predict(fast, sixteen, 2).ordering.makespan,
+              4 * kStageOverhead);
+    EXPECT_EQ(predict_plan(fast, sixteen).schedule.size(), 1u);
+    // Never a chunk without data: one element, one chunk.
+    EXPECT_EQ(predict_plan(Topology({dim(2, 1e9), dim(2, 1e9)}), allreduce(1, kAutoChunks))
+                  .schedule.size(),
+              1u);
+}
+
 TEST(PlannerSearch, AClearGainOverTheMostChunksOrThose) {
     // Brute force over the candidate counts with the topology's own algorithms: the
     // planner's choice is predicted at least as fast as the best of them and clearly faster
