@@ -10,7 +10,8 @@
 #
 # Environment: SPEC (required), PPN [the first dimension's size] ranks per host, JOBS [3],
 # BYTES [16M], ITERS [5], PREFIX [tg], OUT [a temporary directory, printed], TIMEOUT [900],
-# VERBOSE [1] (10: every probe's measurement).
+# VERBOSE [1] (10: every probe's measurement), TYPED [0] (1: before each job, one with the spec
+# typed, `coll_themis_dims SPEC`, the rates given, alternated so both meet the machine alike).
 # The node level runs over its shaped links, as the other emulated figures
 # (coll_themis_node_transport transport, netem.py run --themis's default).
 set -uo pipefail
@@ -30,19 +31,26 @@ python3 "$NETEM" up --prefix "$PREFIX" --dims "$SPEC" --mode hosts "${ppn[@]}" >
 trap 'python3 "$NETEM" down --prefix "$PREFIX" >/dev/null 2>&1 || true' EXIT
 build=$(python3 "$NETEM" ompi build) || die "cannot tell the build directory"
 echo "run_grid_probe: $SPEC${PPN:+, $PPN ranks per host}, $JOBS jobs, $BYTES; logs in $OUT"
-for ((j = 1; j <= JOBS; ++j)); do
-  log=$OUT/job_$j.log cache=$OUT/cache_$j
+# job NAME DIMS: one job with coll_themis_dims DIMS and an empty user cache; prints its util,
+# and with DIMS auto its grid event (rank 0); always the rates selected.
+job() {
+  local name=$1 dims=$2 log=$OUT/$1.log cache=$OUT/cache_$1 grid sel util
   rm -rf "$cache" && mkdir -p "$cache"
   python3 "$NETEM" run --prefix "$PREFIX" --timeout "$TIMEOUT" --themis -- \
-    --mca coll_themis_dims auto --mca coll_themis_verbose "$VERBOSE" -x XDG_CACHE_HOME="$cache" \
+    --mca coll_themis_dims "$dims" --mca coll_themis_verbose "$VERBOSE" -x XDG_CACHE_HOME="$cache" \
     "$build/bench/themis-bench" -m "$BYTES:$BYTES" -i "$ITERS" -x 1 -c \
     --collective allreduce,reduce_scatter_block,allgather --impl themis --dims "$SPEC" \
-    >"$log" 2>&1 </dev/null || die "job $j failed: $log"
-  grep -q '^# validation: passed' "$log" || die "job $j: results not validated: $log"
+    >"$log" 2>&1 </dev/null || die "$name failed: $log"
+  grep -q '^# validation: passed' "$log" || die "$name: results not validated: $log"
   grid=$(grep -a 'coll:themis:grid comm=bench_themis .*rank=0 ' "$log" | sed 's/.*rank=0 //')
-  dims=$(grep -a 'coll:themis:selected comm=bench_themis .*rank=0 ' "$log" | sed 's/.*dims=\([^ ]*\).*/\1/')
+  sel=$(grep -a 'coll:themis:selected comm=bench_themis .*rank=0 ' "$log" | sed 's/.*dims=\([^ ]*\).*/\1/')
   util=$(grep -aE '^ +[0-9]+  themis ' "$log" | awk '{printf "%s%s", sep, $8; sep=" / "}')
-  echo "job $j: util allreduce / reduce_scatter_block / allgather: $util %"
-  echo "    grid: $grid"
-  echo "    selected: $dims"
+  echo "${name//_/ }: util allreduce / reduce_scatter_block / allgather: $util %"
+  [ "$dims" = auto ] && echo "    grid: $grid"
+  echo "    selected: $sel"
+}
+
+for ((j = 1; j <= JOBS; ++j)); do
+  [ "${TYPED:-0}" = 1 ] && job "typed_$j" "$SPEC"
+  job "job_$j" auto
 done
