@@ -65,9 +65,7 @@ class Simulation {
             }
         }
         out_.dim_order.resize(topo.num_dims());
-        size_t stages = 0;
-        for (const ChunkSchedule &c : chunks_) stages += c.stages.size();
-        out_.runs.reserve(stages);
+        out_.runs.reserve(stage_count(chunks_));
         out_.busy.assign(topo.num_dims(), 0.0);
     }
 

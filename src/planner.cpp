@@ -112,12 +112,6 @@ Prediction predict(const Topology &topo, const PlanRequest &req, int chunks) {
 
 namespace {
 
-size_t stage_count(const Prediction &p) {
-    size_t n = 0;
-    for (const ChunkSchedule &c : p.schedule) n += c.stages.size();
-    return n;
-}
-
 // The floor's choice, or one chunk per dimension in use where the floor allows fewer, that is
 // predicted clearly faster (kClearGain) and saves more than its added stages cost the engine
 // (kStageOverhead each): one chunk keeps one dimension busy at a time.
@@ -131,7 +125,8 @@ Prediction spread_over_dims(const Topology &topo, const PlanRequest &req, int li
     Prediction spread = predict(chosen.topology, req, per_dim);
     const double before = chosen.ordering.makespan, after = spread.ordering.makespan;
     const double added =
-        (double(stage_count(spread)) - double(stage_count(chosen))) * kStageOverhead;
+        (double(stage_count(spread.schedule)) - double(stage_count(chosen.schedule))) *
+        kStageOverhead;
     if (after < before * (1 - kClearGain) && before - after > added) return spread;
     return std::move(chosen);
 }

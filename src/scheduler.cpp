@@ -39,6 +39,12 @@ const char *load_model_name(LoadModel m) {
     return choice_name(kLoadModelChoices, static_cast<int>(m));
 }
 
+size_t stage_count(const std::vector<ChunkSchedule> &chunks) {
+    size_t n = 0;
+    for (const ChunkSchedule &c : chunks) n += c.stages.size();
+    return n;
+}
+
 std::vector<double> split_bytes(double total, int chunks) {
     if (chunks < 1) chunks = 1;
     double each = total / chunks;

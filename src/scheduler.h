@@ -92,6 +92,9 @@ struct ChunkSchedule {
     std::vector<Stage> stages; // in execution order: the first phase's, then the second's
 };
 
+// Every chunk's stages together.
+size_t stage_count(const std::vector<ChunkSchedule> &chunks);
+
 // Splitter: `chunks` pieces of total/chunks bytes, the last taking the remainder.
 std::vector<double> split_bytes(double total, int chunks);
 

@@ -123,8 +123,7 @@ SimResult measured_result(const Options &o, const SimResult &predicted) {
         throw std::runtime_error("cannot read " + o.measured_path + ": " + std::strerror(errno));
     SimResult m = predicted;
     m.ordering.runs = read_stage_csv(in, o.call);
-    size_t stages = 0;
-    for (const ChunkSchedule &c : predicted.schedule) stages += c.stages.size();
+    const size_t stages = stage_count(predicted.schedule);
     for (const StageRun &run : m.ordering.runs) {
         const bool known = run.ref.chunk >= 0 && run.ref.chunk < int(predicted.schedule.size()) &&
                            run.ref.stage >= 0 &&
