@@ -126,8 +126,25 @@ double ideal_time(const struct options *o, enum coll c, size_t bytes)
     for (int d = 0; d < o->n_peers; ++d)
         if (o->peers[d] > 1) sum += o->bw[d];
     if (sum <= 0) return 0;
-    /* Bcast and Reduce: every rank but the root receives (sends) all S. */
-    if (c == C_BCAST || c == C_REDUCE) return (double) bytes / sum;
+    /* Bcast and Reduce: every rank but the root receives (sends) all S, and no more reaches
+     * a sub-grid the root is not in than the links into it carry: for every set Q of
+     * dimensions, prod of the others' peers x the sum of Q's rates (the core's
+     * Topology::broadcast_rate; a rank alone is Q = all). */
+    if (c == C_BCAST || c == C_REDUCE) {
+        double rate = sum;
+        for (unsigned q = 1; q < (1u << o->n_peers); ++q) {
+            double in = 0, ranks = 1;
+            for (int d = 0; d < o->n_peers; ++d) {
+                if (o->peers[d] < 2) continue;
+                if (q >> d & 1)
+                    in += o->bw[d];
+                else
+                    ranks *= o->peers[d];
+            }
+            if (in > 0 && ranks * in < rate) rate = ranks * in;
+        }
+        return (double) bytes / rate;
+    }
     const double phases = c == C_ALLREDUCE ? 2 : 1;
     return phases * (double) bytes * (1.0 - 1.0 / world_size) / sum;
 }

@@ -315,8 +315,9 @@ Ordering replay_calls(const Topology &topo, const std::vector<ReplayCall> &calls
 }
 
 double ideal_time(const Topology &topo, Collective coll, double bytes) {
-    const double bw = topo.total_bandwidth();
-    return bw > 0 ? collective_info(coll).least_moved(topo.size()) * bytes / bw : 0;
+    const CollectiveInfo &info = collective_info(coll);
+    const double rate = info.rooted ? topo.broadcast_rate() : topo.total_bandwidth();
+    return rate > 0 ? info.least_moved(topo.size()) * bytes / rate : 0;
 }
 
 } // namespace themis

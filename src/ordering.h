@@ -97,8 +97,9 @@ Ordering replay_calls(const Topology &topo, const std::vector<ReplayCall> &calls
                       const OrderingParams &params, CrossCall rule);
 
 // T_ideal of the paper: every rank must move 2S(1-1/N) bytes for an All-Reduce (S(1-1/N)
-// for RS or AG alone, S for Bcast or Reduce: CollectiveInfo::least_moved) over the sum of
-// its dimensions' bandwidths.
+// for RS or AG alone: CollectiveInfo::least_moved) over the sum of its dimensions'
+// bandwidths. Bcast and Reduce: S over the most a broadcast can deliver
+// (Topology::broadcast_rate), which is that sum where no slow dimension cuts the network.
 double ideal_time(const Topology &topo, Collective coll, double bytes);
 
 } // namespace themis

@@ -3,6 +3,7 @@
 
 #include "fnv1a.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstring>
@@ -49,6 +50,24 @@ double Topology::total_bandwidth() const {
     for (const auto &dim : dims_)
         if (dim.peers > 1) sum += dim.bandwidth;
     return sum;
+}
+
+double Topology::broadcast_rate() const {
+    const std::vector<int> active = active_dims();
+    if (active.empty() || active.size() > 16) return active.empty() ? 0 : total_bandwidth();
+    double least = total_bandwidth();
+    for (uint32_t q = 1; q < (1u << active.size()); ++q) {
+        double rate = 0, ranks = 1;
+        for (size_t i = 0; i < active.size(); ++i) {
+            const Dimension &dim = dims_[size_t(active[i])];
+            if (q >> i & 1)
+                rate += dim.bandwidth;
+            else
+                ranks *= dim.peers;
+        }
+        least = std::min(least, ranks * rate);
+    }
+    return least;
 }
 
 std::vector<int> Topology::active_dims() const {

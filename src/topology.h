@@ -76,6 +76,14 @@ class Topology {
     int with_coord(int rank, int d, int value) const;
 
     double total_bandwidth() const; // sum over dimensions with more than one peer
+    // The most bytes/s one rank can broadcast to all the others (or all reduce to one): the
+    // least, over every non-empty set Q of active dimensions, of the rate into one sub-grid
+    // the root is not in that only Q's links reach, prod_{d not in Q} n_d x sum_{d in Q}
+    // bandwidth_d. Q = all is one rank's summed rates; a slow dimension of few peers cuts
+    // the network in two halves joined by it alone (2x2x2 at 50/100/200: 4 x 50, not 350).
+    // Packed spanning trees reach it (Edmonds: the minimum root cut; docs/design.md). Past
+    // 16 active dimensions the summed rates, still a bound.
+    double broadcast_rate() const;
     // The dimensions with more than one peer (those a collective's stages run on), ascending.
     std::vector<int> active_dims() const;
     // The same network with every latency set to zero (bandwidth-only model).

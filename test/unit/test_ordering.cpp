@@ -531,6 +531,11 @@ TEST(OrderingIdeal, IdealTimeFormula) {
     // Single-peer dimensions add no bandwidth.
     Topology u({dim(2, 10), dim(1, 1000), dim(4, 30)});
     EXPECT_DOUBLE_EQ(ideal_time(u, Collective::AllReduce, 800), 35);
+    // Bcast, Reduce: S over the broadcast rate; here a rank's 40 B/s (the cut along the 10
+    // B/s dimension feeds 4 ranks: 40), and 2 x 10 where 2x2 at 10/30 halves at 10.
+    EXPECT_DOUBLE_EQ(ideal_time(t, Collective::Bcast, 800), 20);
+    EXPECT_DOUBLE_EQ(ideal_time(t, Collective::Reduce, 800), 20);
+    EXPECT_DOUBLE_EQ(ideal_time(Topology({dim(2, 10), dim(2, 30)}), Collective::Bcast, 800), 40);
 }
 
 TEST(OrderingIdeal, MakespanNeverBeatsIdeal) {

@@ -81,6 +81,44 @@ TEST(TopologyBandwidth, TotalBandwidthSkipsSinglePeerDimensions) {
     EXPECT_DOUBLE_EQ(t.total_bandwidth(), 15.0);
 }
 
+// The least rate into any set of ranks that leaves rank 0 out: each of its ranks takes
+// data over a dimension at that dimension's rate, and only where it has a peer outside
+// the set. Every set of the network, tried one by one: no broadcast beats this cut.
+double least_cut_into_a_set(const Topology &t) {
+    const int others = t.size() - 1;
+    double least = -1;
+    for (uint32_t mask = 1; mask < (1u << others); ++mask) {
+        auto inside = [&](int rank) { return rank > 0 && (mask >> (rank - 1) & 1); };
+        double rate = 0;
+        for (int r = 1; r <= others; ++r) {
+            if (!inside(r)) continue;
+            for (int d = 0; d < t.num_dims(); ++d) {
+                bool fed = false;
+                for (int v = 0; v < t.dim(d).peers; ++v)
+                    fed = fed || !inside(t.with_coord(r, d, v));
+                if (fed) rate += t.dim(d).bandwidth;
+            }
+        }
+        if (least < 0 || rate < least) least = rate;
+    }
+    return least;
+}
+
+TEST(TopologyBandwidth, BroadcastRateIsTheLeastCut) {
+    // By hand: 2x4 at 100/200 is fed at a rank's 300; 2x2x2 at 50/100/200 only at 200, the
+    // four ranks across the 50 dimension from the root (4 x 50); 2x2 at 100/200: 2 x 100.
+    EXPECT_DOUBLE_EQ(parse_topology("2x4:bw=100B/s,200B/s").broadcast_rate(), 300);
+    EXPECT_DOUBLE_EQ(parse_topology("2x2x2:bw=50B/s,100B/s,200B/s").broadcast_rate(), 200);
+    EXPECT_DOUBLE_EQ(parse_topology("2x2:bw=100B/s,200B/s").broadcast_rate(), 200);
+    for (const char *spec :
+         {"2x4:bw=100,200", "2x2x2:bw=50,100,200", "3x2x2:bw=400,25,100", "4x4:bw=200,10",
+          "2x1x4:bw=50,7,400", "2x2x3:bw=10,10,10", "2x2x2x2:bw=25,50,100,200", "8:bw=3"}) {
+        const Topology t = parse_topology(spec);
+        EXPECT_DOUBLE_EQ(t.broadcast_rate(), least_cut_into_a_set(t)) << spec;
+        EXPECT_LE(t.broadcast_rate(), t.total_bandwidth()) << spec;
+    }
+}
+
 TEST(TopologyBandwidth, WithoutLatencyZeroesOnlyLatencies) {
     Topology t = parse_topology("2x4:bw=10Gbps,20Gbps:lat=3us,4us:alg=hd,direct");
     Topology z = t.without_latency();
