@@ -10,30 +10,35 @@ const PhaseInfo &phase_info(Phase p) {
     static const PhaseInfo table[] = {
         {Phase::ReduceScatter, "RS", true, true, false},
         {Phase::AllGather, "AG", false, false, false},
-        {Phase::Scatter, "SC", true, false, true},
-        {Phase::Gather, "GA", false, false, true},
+        {Phase::Cast, "CA", false, false, true},
+        {Phase::Collect, "CO", false, true, true},
     };
     return table[static_cast<int>(p)];
 }
 
 const char *phase_name(Phase p) { return phase_info(p).name; }
 
+// A rooted phase's chunk moves whole: its input is its output, and its source sends (or
+// receives) all of it.
 double stage_larger_side(const Dimension &dim, Phase phase, double input_bytes) {
-    return phase_info(phase).narrows ? input_bytes : input_bytes * dim.peers;
+    if (phase_info(phase).rooted || phase_info(phase).narrows) return input_bytes;
+    return input_bytes * dim.peers;
 }
 
 double stage_output_bytes(const Dimension &dim, Phase phase, double input_bytes) {
+    if (phase_info(phase).rooted) return input_bytes;
     return phase_info(phase).narrows ? input_bytes / dim.peers : input_bytes * dim.peers;
 }
 
 double stage_bytes_sent(const Dimension &dim, Phase phase, double input_bytes) {
+    if (phase_info(phase).rooted) return input_bytes;
     const double n = dim.peers;
     return stage_larger_side(dim, phase, input_bytes) * (n - 1) / n;
 }
 
 int stage_steps(const Dimension &dim, Phase phase) {
     if (dim.peers <= 1) return 0;
-    if (phase_info(phase).rooted) return 1;
+    if (phase_info(phase).rooted) return 2;
     return algorithm_info(dim.algorithm).steps(dim.peers);
 }
 

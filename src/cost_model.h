@@ -5,8 +5,8 @@
 // input of a narrowing phase, the output of a widening one), whatever the algorithm; the
 // algorithms differ in how many latency-bound steps they take (their rows in
 // algorithms/registry.cpp), e.g. ring n-1, halving-doubling log2(n), direct 1 (every peer
-// at once). A rooted phase's busiest rank, the root's peer, moves the same bytes (it sends,
-// or receives, every other block), in one step.
+// at once). A rooted phase (a group cast of a broadcast or reduce tree, tree_packing.h)
+// moves the whole chunk out of (or into) its source, in two steps.
 //
 // A dimension's stages in flight share its bandwidth, and together reach the fraction of
 // it that the dimension's fill curve (Dimension::fill) gives for their number: one stage
@@ -23,20 +23,25 @@ namespace themis {
 //   ReduceScatter  every peer sends block j to peer j and reduces what it receives into its
 //                  own block: it keeps one block of n, summed over the group
 //   AllGather      every peer sends its own block to every other: it ends with all n
-//   Scatter        the root's peer (coordinate d of the collective's root) sends block j to
-//                  peer j: every peer ends with its own block
-//   Gather         every peer sends its own block to the root's peer: it ends with all n
-enum class Phase { ReduceScatter, AllGather, Scatter, Gather };
+//   Cast           one group cast of a broadcast tree (tree_packing.h): the source peer
+//                  scatters the chunk over the targets, one block each, and they all-gather
+//                  it; the group's other peers sit it out
+//   Collect        the same cast of a reduce tree, backwards: the targets reduce-scatter
+//                  the chunk, then send their blocks to the source, which reduces them in
+enum class Phase { ReduceScatter, AllGather, Cast, Collect };
 
 // What a phase is made of: everything the core asks of a phase follows from these.
 //   narrows   a rank keeps one block of its input (output = input / n); otherwise it
 //             collects every block (output = input x n)
 //   reduces   received blocks are reduced into this rank's, not copied
-//   rooted    data comes from, or goes to, one peer only: the root's. Only groups on the
-//             root's side (plan.h) take part; the others sit the stage out.
+//   rooted    a tree's group cast: the chunk moves whole, from or to one source peer
+//             chosen per cast (PlanOp::root_block), to or from some of the others
+//             (PlanOp::targets); the group's other peers, and every other group, sit it out.
+//             Its stages follow the chunk's packed tree (ChunkSchedule::tree), not an order
+//             of dimensions.
 struct PhaseInfo {
     Phase id;
-    const char *name; // short, for plans and traces: "RS", "AG", "SC", "GA"
+    const char *name; // short, for plans and traces: "RS", "AG", "CA", "CO"
     bool narrows, reduces, rooted;
 };
 const PhaseInfo &phase_info(Phase p);
@@ -48,8 +53,8 @@ double stage_larger_side(const Dimension &dim, Phase phase, double input_bytes);
 double stage_output_bytes(const Dimension &dim, Phase phase, double input_bytes);
 // Bytes one rank sends during the stage.
 double stage_bytes_sent(const Dimension &dim, Phase phase, double input_bytes);
-// Number of latency-bound steps of a stage of `phase`: the dimension's algorithm's, one
-// for a rooted phase (algorithms/linear.cpp).
+// Number of latency-bound steps of a stage of `phase`: the dimension's algorithm's, two
+// for a rooted phase (algorithms/group_cast.cpp).
 int stage_steps(const Dimension &dim, Phase phase);
 // Fixed delay of one stage: steps x step latency.
 double stage_latency(const Dimension &dim, Phase phase);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <tuple>
 
 namespace themis {
 
@@ -277,10 +278,79 @@ class Simulation {
 
 } // namespace
 
+namespace {
+
+// A rooted collective's trees (scheduler.h): their casts run on different ranks' links at
+// once, which one queue per dimension cannot model. Issue order: by chunk + K x wave (a
+// wave's casts wait only for earlier waves', so K chunks of later waves interleave with
+// each wave), then chunk, then the stage's place; every rank sorts alike, and each chunk's
+// stages come in their own order, so no rank waits on another in a cycle. Time: the
+// busiest link's bytes, each cast's fixed delay on the busiest rank's casts shared by K
+// slots, and the first chunk's way down its tree (its longest cast of every wave).
+Ordering order_casts(const Topology &topo, const std::vector<ChunkSchedule> &chunks,
+                     const OrderingParams &params) {
+    const int lag = std::max(1, params.max_active);
+    struct Key {
+        long priority;
+        int chunk, stage;
+    };
+    std::vector<Key> keys;
+    std::vector<CastTree> trees;
+    std::vector<double> bytes;
+    for (int k = 0; k < int(chunks.size()); ++k) {
+        for (int i = 0; i < int(chunks[k].stages.size()); ++i)
+            keys.push_back({k + long(lag) * chunks[k].stages[i].wave, k, i});
+        trees.push_back(chunks[k].tree);
+        bytes.push_back(chunks[k].bytes);
+    }
+    std::sort(keys.begin(), keys.end(), [](const Key &a, const Key &b) {
+        return std::tie(a.priority, a.chunk, a.stage) < std::tie(b.priority, b.chunk, b.stage);
+    });
+    Ordering o;
+    o.dim_order.resize(topo.num_dims());
+    for (const Key &key : keys)
+        o.dim_order[chunks[key.chunk].stages[key.stage].dim].push_back({key.chunk, key.stage});
+
+    const LinkLoads loads = cast_loads(topo, trees, bytes);
+    const int dims = topo.num_dims();
+    o.busy.assign(dims, 0.0);
+    std::vector<int> casts(size_t(topo.size()), 0);
+    double delay = 0;
+    for (const ChunkSchedule &c : chunks)
+        for (const Stage &s : c.stages) {
+            const GroupCast &cast = c.tree[s.cast];
+            ++casts[size_t(cast.source)];
+            for (int v : cast.targets) ++casts[size_t(v)];
+            delay = std::max(delay, stage_latency(topo.dim(s.dim), s.phase));
+        }
+    for (size_t link = 0; link < loads.in.size(); ++link) {
+        const int d = int(link % size_t(dims));
+        o.busy[d] = std::max({o.busy[d], loads.in[link], loads.out[link]});
+    }
+    double way_down = 0;
+    if (!chunks.empty()) {
+        std::vector<double> wave_time;
+        for (const Stage &s : chunks.front().stages) {
+            if (size_t(s.wave) >= wave_time.size()) wave_time.resize(size_t(s.wave) + 1, 0.0);
+            wave_time[s.wave] =
+                std::max(wave_time[s.wave], stage_time(topo.dim(s.dim), s.phase, s.input_bytes));
+        }
+        for (double t : wave_time) way_down += t;
+    }
+    const int most = casts.empty() ? 0 : *std::max_element(casts.begin(), casts.end());
+    o.makespan = loads.busiest() + most * delay / lag + way_down;
+    return o;
+}
+
+} // namespace
+
 Ordering simulate_schedule(const Topology &topo, const std::vector<ChunkSchedule> &chunks,
                            const OrderingParams &params) {
     OrderingParams p = params;
     p.max_active = std::max(1, p.max_active);
+    if (std::any_of(chunks.begin(), chunks.end(),
+                    [](const ChunkSchedule &c) { return !c.tree.empty(); }))
+        return order_casts(topo, chunks, p);
     return Simulation(topo, chunks, p).run();
 }
 

@@ -105,22 +105,6 @@ std::vector<int> free_dims(const Topology &topo, const ChunkSchedule &chunk, int
     return free;
 }
 
-// Whether `rank`'s group takes part in rooted stage s of a chunk (plan.h, "Rooted
-// stages"): it matches `root` on the dimensions where the data sits at the root's
-// coordinate (not narrowed yet, other than the stage's; or widened already).
-bool takes_part(const Topology &topo, const ChunkSchedule &chunk, int s, int rank, int root) {
-    const Stage &stage = chunk.stages[s];
-    const bool narrows = phase_info(stage.phase).narrows;
-    std::vector<bool> at_root(topo.num_dims(), narrows);
-    for (int i = 0; i < s; ++i)
-        if (phase_info(chunk.stages[i].phase).narrows == narrows)
-            at_root[chunk.stages[i].dim] = !narrows;
-    at_root[stage.dim] = false;
-    for (int d = 0; d < topo.num_dims(); ++d)
-        if (at_root[d] && topo.coord(rank, d) != topo.coord(root, d)) return false;
-    return true;
-}
-
 // One-vector pieces sit in the chunk's narrowing order, first dimension most significant, and
 // the free dimensions of every block are those after the stage's dimension in that order:
 // a block is then one run of consecutive pieces, from the rank with every free coordinate
@@ -142,6 +126,68 @@ ByteRange run_of_pieces(const Topology &topo, int base, const std::vector<int> &
     }
     const ByteRange first = layout.piece(chunk, lo), last = layout.piece(chunk, hi);
     return {first.offset, last.offset + last.length - first.offset};
+}
+
+// Whether `rank` is in the group of `cast`: it matches the source on every other dimension.
+bool in_group(const Topology &topo, const GroupCast &cast, int rank) {
+    return topo.with_coord(rank, cast.dim, topo.coord(cast.source, cast.dim)) == cast.source;
+}
+
+// This rank's op for stage s of chunk k (a group cast its group takes part in), its bytes
+// elements [start, start + count) of the vector: block j, target j's share; the source's
+// and every other peer's blocks empty.
+PlanOp cast_op(const Topology &topo, const PlanRequest &req, const ChunkSchedule &chunk, int k,
+               int s, uint64_t start, uint64_t count) {
+    const Stage &stage = chunk.stages[s];
+    const GroupCast &cast = chunk.tree[stage.cast];
+    PlanOp op;
+    op.chunk = k;
+    op.stage = s;
+    op.dim = stage.dim;
+    op.phase = stage.phase;
+    op.my_block = topo.coord(req.rank, stage.dim);
+    op.root_block = topo.coord(cast.source, stage.dim);
+    for (int v : cast.targets) op.targets.push_back(topo.coord(v, stage.dim));
+    op.idle = req.rank != cast.source &&
+              std::find(cast.targets.begin(), cast.targets.end(), req.rank) == cast.targets.end();
+    const uint64_t es = req.element_size, parts = op.targets.size();
+    op.block_begin.push_back(0);
+    for (int j = 0; j < topo.dim(stage.dim).peers; ++j) {
+        const auto at = std::find(op.targets.begin(), op.targets.end(), j);
+        if (!op.idle && at != op.targets.end()) {
+            const uint64_t t = static_cast<uint64_t>(at - op.targets.begin());
+            const uint64_t n = part_size(count, parts, t);
+            if (n > 0) op.ranges.push_back({(start + part_offset(count, parts, t)) * es, n * es});
+        }
+        op.block_begin.push_back(static_cast<uint32_t>(op.ranges.size()));
+    }
+    return op;
+}
+
+// A rooted collective's ops (plan.h, "Rooted stages"): every chunk's casts whose group holds
+// this rank, in the chunk's stage order, each after this rank's previous one of the chunk.
+void compile_casts(const Topology &topo, const PlanRequest &req, const Ordering &order,
+                   Plan &plan) {
+    const uint64_t count = req.block_counts.at(0);
+    const uint64_t chunks = plan.schedule.size();
+    std::vector<std::vector<int>> op_of(chunks);
+    for (uint64_t k = 0; k < chunks; ++k) {
+        const ChunkSchedule &chunk = plan.schedule[k];
+        op_of[k].assign(chunk.stages.size(), -1);
+        int previous = -1;
+        for (int s = 0; s < static_cast<int>(chunk.stages.size()); ++s) {
+            if (!in_group(topo, chunk.tree[chunk.stages[s].cast], req.rank)) continue;
+            PlanOp op = cast_op(topo, req, chunk, int(k), s, part_offset(count, chunks, k),
+                                part_size(count, chunks, k));
+            op.previous = previous;
+            previous = op_of[k][s] = static_cast<int>(plan.ops.size());
+            plan.ops.push_back(std::move(op));
+        }
+    }
+    for (int d = 0; d < topo.num_dims(); ++d)
+        for (const StageRef &ref : order.dim_order[d])
+            if (op_of[ref.chunk][ref.stage] >= 0)
+                plan.dim_queue[d].push_back(op_of[ref.chunk][ref.stage]);
 }
 
 } // namespace
@@ -226,6 +272,10 @@ Plan compile_plan(const Topology &topo, const PlanRequest &req) {
     plan.predicted_time = order.makespan;
     plan.busy = order.busy;
 
+    if (collective_info(req.collective).rooted) {
+        compile_casts(topo, req, order, plan);
+        return plan;
+    }
     const PieceLayout layout(topo, req, plan.schedule);
     std::vector<int> first_op(chunks);
     plan.ops.reserve(chunks * plan.schedule.front().stages.size());
@@ -243,15 +293,6 @@ Plan compile_plan(const Topology &topo, const PlanRequest &req) {
             op.phase = stage.phase;
             op.my_block = topo.coord(req.rank, stage.dim);
             op.previous = s ? static_cast<int>(plan.ops.size()) - 1 : -1;
-            if (phase_info(stage.phase).rooted) {
-                op.root_block = topo.coord(req.root, stage.dim);
-                op.idle = !takes_part(topo, chunk, s, req.rank, req.root);
-            }
-            if (op.idle) { // no ranges: it keeps its tags and place, and moves nothing
-                op.block_begin.assign(size_t(topo.dim(stage.dim).peers) + 1, 0);
-                plan.ops.push_back(std::move(op));
-                continue;
-            }
             const std::vector<int> free = free_dims(topo, chunk, s);
             const bool contiguous = collective_info(req.collective).one_vector &&
                                     is_suffix_of_order(order, stage.dim, free);

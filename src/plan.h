@@ -5,30 +5,27 @@
 // stages). A stage on dimension d splits the pieces still in play into n_d blocks,
 // block j holding the pieces of the ranks whose coordinate d is j:
 //
-//   narrowing stage (RS, Scatter): block j = pieces of ranks that match me on the
-//             dimensions already narrowed and have coordinate d = j; afterwards my
-//             block (j = my coordinate) holds the group's sum (RS) or the root's data
-//             (Scatter).
-//   widening stage (AG, Gather): block j = pieces of ranks that match me on the
-//             dimensions still to be widened (other than d) and have coordinate d = j;
-//             before it I hold block (my coordinate), afterwards every block (AG; a
-//             Gather's root peer only).
+//   narrowing stage (RS): block j = pieces of ranks that match me on the dimensions
+//             already narrowed and have coordinate d = j; afterwards my block (j = my
+//             coordinate) holds the group's sum.
+//   widening stage (AG): block j = pieces of ranks that match me on the dimensions
+//             still to be widened (other than d) and have coordinate d = j; before it I
+//             hold block (my coordinate), afterwards every block.
 //
 // Peers of a dimension group see the same blocks, so their stages match whatever
 // order the chunk visits the dimensions in, and a rank ends with exactly its own
 // pieces:
-//   one vector      (All-Reduce, Bcast, Reduce) the vector is cut into chunks; inside a
+//   one vector      (All-Reduce) the vector is cut into chunks; inside a
 //                   chunk the pieces are laid out in the chunk's narrowing order (first
 //                   dimension most significant), so every block is one contiguous range.
 //   Reduce-Scatter  piece (chunk k, rank r) = the k-th part of the block MPI assigns to
 //   All-Gather      rank r (recvcounts), so rank r ends with exactly its MPI block.
 //
-// Rooted stages. Only the ranks that hold the data move it: before a Scatter stage those
-// that match the root on every dimension not narrowed yet, and a group on d takes part
-// when its ranks match the root on those other than d (its root peer holds the data);
-// a Gather stage's group takes part when its ranks match the root on the dimensions
-// widened before it (its root peer collects). Every other rank's op is idle: it keeps its
-// place in the dimension's issue order and moves nothing.
+// Rooted stages (Bcast, Reduce): a chunk is not cut into pieces; it moves whole along its
+// tree (ChunkSchedule::tree), one group cast per stage. A rank has an op for every cast of
+// its groups: the source's, each target's (block j is target j's share of the chunk), and
+// an idle one for every other peer of the group, which keeps its place in the dimension's
+// issue order and its tags, and moves nothing. Ranks outside the group have no op for it.
 #pragma once
 
 #include <cstdint>
@@ -93,8 +90,9 @@ struct PlanOp {
     int dim = 0;
     Phase phase = Phase::ReduceScatter;
     int my_block = 0;                  // this rank's coordinate in dim
-    int root_block = -1;               // rooted phases: the root's coordinate in dim
-    bool idle = false;                 // a rooted stage this rank's group sits out
+    int root_block = -1;               // a group cast's source, its coordinate in dim
+    std::vector<int> targets;          // a group cast's targets, their coordinates, ascending
+    bool idle = false;                 // a group cast this rank sits out
     int previous = -1;                 // index (in Plan::ops) of the chunk's previous stage
     std::vector<ByteRange> ranges;     // the blocks' ranges, block after block
     std::vector<uint32_t> block_begin; // n_d + 1 offsets into ranges

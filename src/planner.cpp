@@ -68,6 +68,7 @@ void search_neighbours(const PlanRequest &req, int limit, Best &best) {
 // One dimension at a time, each algorithm it may run at the best count; true if one was kept.
 bool search_algorithms(const PlanRequest &req, Best &best) {
     bool changed = false;
+    if (collective_info(req.collective).rooted) return false; // group casts whatever they are
     const int chunks = best.chunks;
     for (int d = 0; d < best.prediction.topology.num_dims(); ++d) {
         const Dimension own = best.prediction.topology.dim(d);
@@ -105,7 +106,7 @@ Prediction predict(const Topology &topo, const PlanRequest &req, int chunks) {
     Prediction p;
     p.topology = topo;
     p.schedule = schedule_chunks(topo, req.collective, chunk_bytes(req, chunks), req.scheduler,
-                                 req.carried_load);
+                                 req.carried_load, req.root);
     p.ordering = simulate_schedule(topo, p.schedule, req.ordering);
     return p;
 }

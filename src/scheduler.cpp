@@ -14,8 +14,8 @@ const std::vector<CollectiveInfo> &collectives() {
         {Collective::AllReduce, "allreduce", {Phase::ReduceScatter, Phase::AllGather}, true, false},
         {Collective::ReduceScatter, "reduce_scatter", {Phase::ReduceScatter}, false, false},
         {Collective::AllGather, "allgather", {Phase::AllGather}, false, false},
-        {Collective::Bcast, "bcast", {Phase::Scatter, Phase::AllGather}, true, true},
-        {Collective::Reduce, "reduce", {Phase::ReduceScatter, Phase::Gather}, true, true},
+        {Collective::Bcast, "bcast", {Phase::Cast}, true, true},
+        {Collective::Reduce, "reduce", {Phase::Collect}, true, true},
     };
     return table;
 }
@@ -123,6 +123,31 @@ std::vector<int> themis_order(const Topology &topo, const DimLoadTracker &tracke
     return sorted;
 }
 
+// A rooted chunk's stages: one per cast of its tree, wave by wave (a Reduce's backwards).
+std::vector<Stage> cast_stages(Phase phase, const CastTree &tree, double bytes) {
+    std::vector<int> reached_in; // per rank: the wave after which it holds the chunk
+    std::vector<Stage> stages;
+    int last = 0;
+    for (size_t i = 0; i < tree.size(); ++i) {
+        const int source = tree[i].source;
+        const int wave = size_t(source) < reached_in.size() ? reached_in[size_t(source)] : 0;
+        for (int v : tree[i].targets) {
+            if (size_t(v) >= reached_in.size()) reached_in.resize(size_t(v) + 1, 0);
+            reached_in[size_t(v)] = wave + 1;
+        }
+        stages.push_back({tree[i].dim, phase, bytes, static_cast<int>(i), wave});
+        last = std::max(last, wave);
+    }
+    const bool backwards = phase_info(phase).reduces;
+    if (backwards) {
+        for (Stage &s : stages) s.wave = last - s.wave;
+        std::reverse(stages.begin(), stages.end());
+    }
+    std::stable_sort(stages.begin(), stages.end(),
+                     [](const Stage &a, const Stage &b) { return a.wave < b.wave; });
+    return stages;
+}
+
 } // namespace
 
 std::vector<Stage> chunk_stages(const Topology &topo, Collective coll,
@@ -141,7 +166,18 @@ std::vector<Stage> chunk_stages(const Topology &topo, Collective coll,
 std::vector<ChunkSchedule> schedule_chunks(const Topology &topo, Collective coll,
                                            const std::vector<double> &chunk_bytes,
                                            const SchedulerParams &params,
-                                           const std::vector<double> &carried) {
+                                           const std::vector<double> &carried, int root) {
+    const CollectiveInfo &info = collective_info(coll);
+    if (info.rooted) {
+        std::vector<CastTree> trees = pack_broadcast_trees(topo, root, chunk_bytes);
+        std::vector<ChunkSchedule> out(chunk_bytes.size());
+        for (size_t k = 0; k < out.size(); ++k) {
+            out[k].bytes = chunk_bytes[k];
+            out[k].stages = cast_stages(info.phases.front(), trees[k], chunk_bytes[k]);
+            out[k].tree = std::move(trees[k]);
+        }
+        return out;
+    }
     const std::vector<int> ascending = topo.active_dims();
     const std::vector<int> descending(ascending.rbegin(), ascending.rend());
     DimLoadTracker tracker(topo, params.load_model, carried);
@@ -170,11 +206,11 @@ std::vector<double> carried_load(const Topology &topo, Collective coll,
                                  const std::vector<ChunkSchedule> &schedule,
                                  const SchedulerParams &params, const std::vector<double> &carried,
                                  double unit) {
+    std::vector<double> out(topo.num_dims(), 0.0);
+    const std::vector<int> active = topo.active_dims();
+    if (active.empty() || !(unit > 0) || collective_info(coll).rooted) return out;
     DimLoadTracker tracker(topo, params.load_model, carried);
     for (const ChunkSchedule &chunk : schedule) tracker.charge(coll, chunk);
-    const std::vector<int> active = topo.active_dims();
-    std::vector<double> out(topo.num_dims(), 0.0);
-    if (active.empty() || !(unit > 0)) return out;
     double least = tracker.load(active[0]);
     for (int d : active) least = std::min(least, tracker.load(d));
     const double grid = unit / 64;

@@ -13,7 +13,8 @@
 //
 // Other collectives follow their description (CollectiveInfo): a first phase that
 // narrows goes like RS, one that widens like a standalone AG, and a second phase runs
-// the first one's order reversed.
+// the first one's order reversed. A rooted collective's chunks each follow a broadcast
+// tree packed by the links' loads instead (tree_packing.h): one stage per group cast.
 //
 // Dimensions with a single peer take no stage. The result depends only on the
 // arguments, so every rank computes the same schedule.
@@ -25,6 +26,7 @@
 #include "cost_model.h"
 #include "settings.h"
 #include "topology.h"
+#include "tree_packing.h"
 
 namespace themis {
 
@@ -39,14 +41,15 @@ enum class Collective { AllReduce, ReduceScatter, AllGather, Bcast, Reduce };
 //   one_vector  every rank's buffer is the whole vector, cut into chunks and each chunk
 //               into one piece per rank (All-Reduce, Bcast, Reduce); otherwise each rank
 //               brings, or keeps, only its own block (Reduce-Scatter, All-Gather)
-//   rooted      one rank, the root, alone holds the input (Bcast) or the result (Reduce)
+//   rooted      one rank, the root, alone holds the input (Bcast) or the result (Reduce);
+//               its one phase is a tree's group casts
 //
 //   collective      phases        every rank moves, at the least (ideal_time)
 //   All-Reduce      RS, AG        2 S (N-1)/N
 //   Reduce-Scatter  RS            S (N-1)/N
 //   All-Gather      AG            S (N-1)/N
-//   Bcast           Scatter, AG   S: every rank but the root receives all of it
-//   Reduce          RS, Gather    S: every rank but the root sends all of it
+//   Bcast           Cast          S: every rank but the root receives all of it
+//   Reduce          Collect       S: every rank but the root sends all of it
 struct CollectiveInfo {
     Collective id;
     const char *name;
@@ -83,6 +86,11 @@ struct Stage {
     int dim = 0;
     Phase phase = Phase::ReduceScatter;
     double input_bytes = 0; // this rank's bytes of the chunk entering the stage
+    // A rooted stage: its cast in ChunkSchedule::tree, and its wave: the casts of one wave
+    // wait only for those of earlier waves (a Bcast's: how many casts the chunk took to
+    // reach the source; a Reduce's: counted back from the tree's last).
+    int cast = -1;
+    int wave = 0;
 };
 
 struct ChunkSchedule {
@@ -90,6 +98,7 @@ struct ChunkSchedule {
     // input summed over all ranks' blocks, for AG its output summed over all ranks.
     double bytes = 0;
     std::vector<Stage> stages; // in execution order: the first phase's, then the second's
+    CastTree tree;             // a rooted collective's: the chunk's broadcast tree
 };
 
 // Every chunk's stages together.
@@ -105,17 +114,18 @@ std::vector<Stage> chunk_stages(const Topology &topo, Collective coll,
                                 const std::vector<int> &order, double bytes);
 
 // carried: per dimension, load the tracker starts from (empty: none): what calls in
-// flight before this one left unbalanced (carried_load()).
+// flight before this one left unbalanced (carried_load()). root: a rooted collective's.
 std::vector<ChunkSchedule> schedule_chunks(const Topology &topo, Collective coll,
                                            const std::vector<double> &chunk_bytes,
                                            const SchedulerParams &params,
-                                           const std::vector<double> &carried = {});
+                                           const std::vector<double> &carried = {}, int root = 0);
 
 // The tracker's loads after `schedule`, from `carried`, less the least loaded active
 // dimension's: the imbalance a call leaves to the next one in flight with it. Rounded to
 // unit / 64 and at most unit / 8 (unit: the call's predicted time), so that a stream of
 // calls comes back to the same few values (and the plan cache hits) instead of carrying a
-// load that grows call after call where the tracker cannot even it out.
+// load that grows call after call where the tracker cannot even it out. A rooted
+// collective's trees leave none (they balance ranks' links, not dimensions).
 std::vector<double> carried_load(const Topology &topo, Collective coll,
                                  const std::vector<ChunkSchedule> &schedule,
                                  const SchedulerParams &params, const std::vector<double> &carried,

@@ -113,9 +113,9 @@ class StageAlgorithm {
     int me() const { return ctx_.op().my_block; }
     int n() const { return ctx_.peers(); }
     int wrap(int j) const { return ((j % n()) + n()) % n(); }
-    // Whether the stage keeps one block (RS, Scatter) rather than collecting them all.
+    // Whether the stage keeps one block (RS) rather than collecting them all.
     bool narrows() const { return phase_info(ctx_.op().phase).narrows; }
-    int root() const { return ctx_.op().root_block; } // a rooted phase's root peer
+    int root() const { return ctx_.op().root_block; } // a group cast's source peer
     // Starts a send (receive) of blocks [lo, hi) with the peer, on the step's tag, at the
     // end of sends_ (receives_).
     void send(int peer, int lo, int hi, int step);

@@ -97,13 +97,15 @@ std::vector<ChunkFootprint> chunk_footprints(const Plan &plan) {
         // A first phase that widens (All-Gather) needs only this rank's own piece to
         // start: its first stage's own block. A last phase that narrows (Reduce-Scatter)
         // leaves only this rank's piece meaningful: its last stage's own block.
-        // Everything else needs (or yields) the whole chunk.
+        // Everything else needs (or yields) the whole chunk, a tree's casts too.
         const PlanOp &head = plan.ops[first[k]], &tail = plan.ops[last[k]];
         std::vector<ByteRange> whole;
         for (const StagedRange &r : f.runs) whole.push_back({r.offset, r.length});
         const CollectiveInfo &info = collective_info(plan.collective);
-        const bool whole_in = phase_info(info.phases.front()).narrows;
-        const bool whole_out = !phase_info(info.phases.back()).narrows;
+        const PhaseInfo &first_phase = phase_info(info.phases.front());
+        const PhaseInfo &last_phase = phase_info(info.phases.back());
+        const bool whole_in = first_phase.narrows || first_phase.rooted;
+        const bool whole_out = !last_phase.narrows || last_phase.rooted;
         f.initial = place(whole_in ? whole : block_ranges(head, head.my_block), f.runs);
         f.result = place(whole_out ? whole : block_ranges(tail, tail.my_block), f.runs);
     }

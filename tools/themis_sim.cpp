@@ -73,7 +73,8 @@ void print_case(std::ostream &out, const Options &o, const SimResult &r) {
 
 void print_dims(std::ostream &out, const SimResult &r) {
     std::vector<int> stages(r.topology.num_dims(), 0);
-    for (const StageRun &run : r.ordering.runs) ++stages[run.dim];
+    for (int d = 0; d < r.topology.num_dims() && d < int(r.ordering.dim_order.size()); ++d)
+        stages[d] = static_cast<int>(r.ordering.dim_order[d].size());
     // The fill curves' column only where one is known.
     bool fill = false;
     for (const Dimension &dim : r.topology.dims()) fill |= !dim.fill.empty();
@@ -94,13 +95,30 @@ void print_dims(std::ostream &out, const SimResult &r) {
     out << "\n";
 }
 
+// A rooted chunk's tree, cast by cast in its stages' order: "d1 5>4,6,7".
+std::string describe_tree(const ChunkSchedule &chunk) {
+    std::string text;
+    for (const Stage &s : chunk.stages) {
+        const GroupCast &cast = chunk.tree[size_t(s.cast)];
+        text += " d" + std::to_string(cast.dim) + " " + std::to_string(cast.source) + ">" +
+                join(cast.targets);
+    }
+    return text;
+}
+
 void print_orders(std::ostream &out, const SimResult &r, int count) {
     const size_t shown = std::min(r.schedule.size(), static_cast<size_t>(count));
-    if (shown == 0 || r.ordering.runs.empty()) return; // no chunk has a stage to show
-    out << "dimension orders of the first " << shown << " of " << r.schedule.size() << " chunks:\n";
+    if (shown == 0 || stage_count(r.schedule) == 0) return; // no chunk has a stage to show
+    const bool trees = !r.schedule.front().tree.empty();
+    out << (trees ? "trees" : "dimension orders") << " of the first " << shown << " of "
+        << r.schedule.size() << " chunks:\n";
     for (size_t k = 0; k < shown; ++k) {
         const ChunkSchedule &chunk = r.schedule[k];
         out << "  chunk " << k << " (" << format_si(chunk.bytes, "B") << "):";
+        if (trees) {
+            out << describe_tree(chunk) << "\n";
+            continue;
+        }
         const auto rs = narrowing_order(chunk), ag = widening_order(chunk);
         if (!rs.empty()) out << " RS " << join(rs);
         if (!ag.empty()) out << " AG " << join(ag);

@@ -10,7 +10,7 @@ namespace themis {
 std::unique_ptr<StageAlgorithm> make_ring(const StageContext &ctx);
 std::unique_ptr<StageAlgorithm> make_halving_doubling(const StageContext &ctx);
 std::unique_ptr<StageAlgorithm> make_direct(const StageContext &ctx);
-std::unique_ptr<StageAlgorithm> make_linear(const StageContext &ctx);
+std::unique_ptr<StageAlgorithm> make_group_cast(const StageContext &ctx);
 
 namespace {
 
@@ -30,8 +30,8 @@ StepPeers neighbours(int me, int n) { return {{(me + 1) % n}, {(me + n - 1) % n}
 // Halving-doubling: the partner that differs in the lowest bit; any step moves data alike.
 StepPeers partner(int me, int) { return {{me ^ 1}, {me ^ 1}}; }
 
-// Linear: the root peer (taken as peer 0) and every other.
-StepPeers root_and_others(int me, int n) {
+// Group cast: the source peer (taken as peer 0) and every other.
+StepPeers source_and_others(int me, int n) {
     if (me != 0) return {{0}, {0}};
     StepPeers peers;
     for (int c = 1; c < n; ++c) peers.to.push_back(c), peers.from.push_back(c);
@@ -60,8 +60,9 @@ const std::vector<AlgorithmInfo> &all_rows() {
              make_halving_doubling},
         {Algorithm::Direct, "direct", "", {"fc"},
              [](int n) { return n > 1 ? 1 : 0; }, any_peers, "", everyone, make_direct},
-        {Algorithm::Linear, "linear", "", {},
-             [](int n) { return n > 1 ? 1 : 0; }, any_peers, "", root_and_others, make_linear},
+        {Algorithm::GroupCast, "cast", "group cast", {},
+             [](int n) { return n > 1 ? 2 : 0; }, any_peers, "", source_and_others,
+             make_group_cast},
     };
     // clang-format on
     return table;
@@ -77,7 +78,7 @@ const std::vector<AlgorithmInfo> &algorithms() {
 const AlgorithmInfo &algorithm_info(Algorithm a) { return all_rows().at(size_t(a)); }
 
 Algorithm stage_algorithm_for(Algorithm dimension, Phase phase) {
-    return phase_info(phase).rooted ? Algorithm::Linear : dimension;
+    return phase_info(phase).rooted ? Algorithm::GroupCast : dimension;
 }
 
 const char *algorithm_name(Algorithm a) { return algorithm_info(a).name.c_str(); }

@@ -10,10 +10,9 @@
 // Nothing outside this file and registry.cpp names an algorithm's spelling or its rules.
 //
 // Phases. The rows of algorithms() run the exchange phases (Reduce-Scatter, All-Gather): a
-// dimension runs one of them, chosen by the spec or the planner. The rooted phases
-// (Scatter, Gather) run the one rooted algorithm, linear (its own row, outside
-// algorithms()), whatever the dimension's: the root peer's link carries all the stage's
-// bytes whichever way they go, and one step is the least latency.
+// dimension runs one of them, chosen by the spec or the planner. The rooted phases (a
+// tree's group casts: Cast, Collect) run the group cast (its own row, outside
+// algorithms()), whatever the dimension's: a cast's source and targets are the tree's.
 #pragma once
 
 #include <memory>
@@ -30,7 +29,7 @@ enum class Phase;     // cost_model.h
 // How one stage runs on a dimension: one value per row of the table in registry.cpp, in
 // the same order (Dimension::alternatives holds 1 << value); the exchange algorithms, then
 // the rooted one.
-enum class Algorithm { Ring, HalvingDoubling, Direct, Linear };
+enum class Algorithm { Ring, HalvingDoubling, Direct, GroupCast };
 constexpr int kAlgorithmKinds = 4;
 
 // The peers a rank talks to in one step of the algorithm: what calibration measures.
@@ -64,7 +63,7 @@ std::optional<Algorithm> find_algorithm(const std::string &text);
 std::string algorithm_choices();
 
 // What a stage of `phase` runs on a dimension whose algorithm is `dimension`: that, or
-// linear for a rooted phase.
+// the group cast for a rooted phase.
 Algorithm stage_algorithm_for(Algorithm dimension, Phase phase);
 
 // Creates the stage the algorithm runs (the row's factory).

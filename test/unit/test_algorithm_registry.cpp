@@ -42,10 +42,10 @@ TEST(AlgorithmRegistry, RowsFollowTheEnum) {
     }
     // The rooted algorithm has its row after them, and no dimension may be given it.
     EXPECT_EQ(int(rows.size()) + 1, kAlgorithmKinds);
-    EXPECT_EQ(algorithm_info(Algorithm::Linear).name, "linear");
-    EXPECT_FALSE(find_algorithm("linear"));
-    EXPECT_EQ(stage_algorithm_for(Algorithm::Ring, Phase::Scatter), Algorithm::Linear);
-    EXPECT_EQ(stage_algorithm_for(Algorithm::Ring, Phase::Gather), Algorithm::Linear);
+    EXPECT_EQ(algorithm_info(Algorithm::GroupCast).name, "cast");
+    EXPECT_FALSE(find_algorithm("cast"));
+    EXPECT_EQ(stage_algorithm_for(Algorithm::Ring, Phase::Cast), Algorithm::GroupCast);
+    EXPECT_EQ(stage_algorithm_for(Algorithm::Ring, Phase::Collect), Algorithm::GroupCast);
     EXPECT_EQ(stage_algorithm_for(Algorithm::Direct, Phase::AllGather), Algorithm::Direct);
 }
 

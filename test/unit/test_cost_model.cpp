@@ -121,19 +121,22 @@ TEST(CostModelNames, PhaseNames) {
 
 } // namespace
 
-TEST(CostModelRooted, ScatterMovesWhatAnRsMovesAndGatherWhatAnAgMovesInOneStep) {
-    // The root peer of a Scatter sends every block but its own: (n-1)/n of its input, as
-    // an RS rank does; a Gather's root receives (n-1) blocks, as an AG rank does. Either
-    // takes one step (linear), whatever the dimension's algorithm.
+TEST(CostModelRooted, AGroupCastMovesTheWholeChunkOutOfItsSourceInTwoSteps) {
+    // A cast's source sends the whole chunk once (scattered over the targets), and the chunk
+    // leaves the stage whole; a Collect's source receives as much. Two steps (scatter, then
+    // all-gather among the targets), whatever the dimension's algorithm.
     const Dimension ring = dim(5, 10e9, 2e-6, Algorithm::Ring);
-    EXPECT_DOUBLE_EQ(stage_bytes_sent(ring, Phase::Scatter, 1000), 800);
-    EXPECT_DOUBLE_EQ(stage_output_bytes(ring, Phase::Scatter, 1000), 200);
-    EXPECT_DOUBLE_EQ(stage_bytes_sent(ring, Phase::Gather, 200), 800);
-    EXPECT_DOUBLE_EQ(stage_output_bytes(ring, Phase::Gather, 200), 1000);
-    EXPECT_EQ(stage_steps(ring, Phase::Scatter), 1);
-    EXPECT_EQ(stage_steps(ring, Phase::Gather), 1);
+    for (Phase p : {Phase::Cast, Phase::Collect}) {
+        EXPECT_DOUBLE_EQ(stage_bytes_sent(ring, p, 1000), 1000);
+        EXPECT_DOUBLE_EQ(stage_output_bytes(ring, p, 1000), 1000);
+        EXPECT_DOUBLE_EQ(stage_larger_side(ring, p, 1000), 1000);
+        EXPECT_EQ(stage_steps(ring, p), 2);
+        EXPECT_EQ(stage_steps(dim(1, 1e9, 1e-6), p), 0);
+        EXPECT_DOUBLE_EQ(stage_time(ring, p, 1000), 4e-6 + 1000 / 10e9);
+    }
     EXPECT_EQ(stage_steps(ring, Phase::ReduceScatter), 4);
-    EXPECT_EQ(stage_steps(dim(1, 1e9, 1e-6), Phase::Scatter), 0);
-    EXPECT_STREQ(phase_name(Phase::Scatter), "SC");
-    EXPECT_STREQ(phase_name(Phase::Gather), "GA");
+    EXPECT_STREQ(phase_name(Phase::Cast), "CA");
+    EXPECT_STREQ(phase_name(Phase::Collect), "CO");
+    EXPECT_TRUE(phase_info(Phase::Collect).reduces);
+    EXPECT_FALSE(phase_info(Phase::Cast).reduces);
 }

@@ -176,14 +176,15 @@ TEST(SchedulerNames, EachCollectivesRowSaysWhichPhasesItsChunksPass) {
         {Collective::AllReduce, {Phase::ReduceScatter, Phase::AllGather}},
         {Collective::ReduceScatter, {Phase::ReduceScatter}},
         {Collective::AllGather, {Phase::AllGather}},
-        {Collective::Bcast, {Phase::Scatter, Phase::AllGather}},
-        {Collective::Reduce, {Phase::ReduceScatter, Phase::Gather}},
+        {Collective::Bcast, {Phase::Cast}},
+        {Collective::Reduce, {Phase::Collect}},
     };
     ASSERT_EQ(collectives().size(), std::size(expected));
     for (const auto &[c, phases] : expected) {
         const CollectiveInfo &info = collective_info(c);
         EXPECT_EQ(info.id, c);
         EXPECT_EQ(info.phases, phases) << info.name;
+        if (info.rooted) continue; // trees, not orders: SchedulerTrees below
         const std::vector<Stage> stages = chunk_stages(t, c, {0, 1}, 8e6);
         std::vector<Stage> want;
         double bytes = phases[0] == Phase::AllGather ? 1e6 : 8e6; // AG alone: 1/8 in
@@ -204,6 +205,41 @@ TEST(SchedulerNames, EachCollectivesRowSaysWhichPhasesItsChunksPass) {
     EXPECT_FALSE(collective_info(Collective::ReduceScatter).one_vector);
     EXPECT_TRUE(collective_info(Collective::Reduce).rooted);
     EXPECT_FALSE(collective_info(Collective::AllReduce).rooted);
+}
+
+TEST(SchedulerTrees, ARootedChunkTakesOneStagePerCastOfItsTreeWaveByWave) {
+    // Bcast: the casts in waves, each cast's wave the number of casts the chunk took to
+    // reach its source; Reduce: the same casts backwards (the last wave first), so that a
+    // rank collects from the casts it fed before it sends its own sum on.
+    const Topology t({dim(2, 100e6), dim(4, 200e6)});
+    const std::vector<double> bytes(8, 1e6);
+    const auto bcast = schedule_chunks(t, Collective::Bcast, bytes, SchedulerParams(), {}, 5);
+    const auto reduce = schedule_chunks(t, Collective::Reduce, bytes, SchedulerParams(), {}, 5);
+    ASSERT_EQ(bcast.size(), bytes.size());
+    for (size_t k = 0; k < bcast.size(); ++k) {
+        const CastTree &tree = bcast[k].tree;
+        ASSERT_EQ(bcast[k].stages.size(), tree.size());
+        ASSERT_EQ(reduce[k].stages.size(), tree.size());
+        std::vector<int> wave_of(size_t(t.size()), -1); // when a rank holds the chunk
+        wave_of[5] = 0;
+        int last = 0;
+        for (size_t i = 0; i < tree.size(); ++i) { // the tree's order: sources hold it
+            const GroupCast &cast = tree[i];
+            for (int v : cast.targets) wave_of[size_t(v)] = wave_of[size_t(cast.source)] + 1;
+            last = std::max(last, wave_of[size_t(cast.source)]);
+        }
+        for (size_t i = 0; i < tree.size(); ++i) {
+            const Stage &b = bcast[k].stages[i], &r = reduce[k].stages[i];
+            EXPECT_EQ(b.phase, Phase::Cast);
+            EXPECT_EQ(r.phase, Phase::Collect);
+            EXPECT_EQ(b.dim, tree[size_t(b.cast)].dim);
+            EXPECT_DOUBLE_EQ(b.input_bytes, 1e6);
+            EXPECT_EQ(b.wave, wave_of[size_t(tree[size_t(b.cast)].source)]);
+            EXPECT_EQ(r.wave, last - wave_of[size_t(tree[size_t(r.cast)].source)]);
+            if (i > 0) EXPECT_LE(bcast[k].stages[i - 1].wave, b.wave);
+            if (i > 0) EXPECT_LE(reduce[k].stages[i - 1].wave, r.wave);
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------
