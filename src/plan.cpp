@@ -133,6 +133,18 @@ bool in_group(const Topology &topo, const GroupCast &cast, int rank) {
     return topo.with_coord(rank, cast.dim, topo.coord(cast.source, cast.dim)) == cast.source;
 }
 
+// This rank's op for stage s of chunk k, its ranges not yet set.
+PlanOp stage_op(const Topology &topo, int rank, const ChunkSchedule &chunk, int k, int s) {
+    const Stage &stage = chunk.stages[s];
+    PlanOp op;
+    op.chunk = k;
+    op.stage = s;
+    op.dim = stage.dim;
+    op.phase = stage.phase;
+    op.my_block = topo.coord(rank, stage.dim);
+    return op;
+}
+
 // This rank's op for stage s of chunk k (a group cast its group takes part in), its bytes
 // elements [start, start + count) of the vector: block j, target j's share; the source's
 // and every other peer's blocks empty.
@@ -140,12 +152,7 @@ PlanOp cast_op(const Topology &topo, const PlanRequest &req, const ChunkSchedule
                int s, uint64_t start, uint64_t count) {
     const Stage &stage = chunk.stages[s];
     const GroupCast &cast = chunk.tree[stage.cast];
-    PlanOp op;
-    op.chunk = k;
-    op.stage = s;
-    op.dim = stage.dim;
-    op.phase = stage.phase;
-    op.my_block = topo.coord(req.rank, stage.dim);
+    PlanOp op = stage_op(topo, req.rank, chunk, k, s);
     op.root_block = topo.coord(cast.source, stage.dim);
     for (int v : cast.targets) op.targets.push_back(topo.coord(v, stage.dim));
     op.idle = req.rank != cast.source &&
@@ -286,12 +293,7 @@ Plan compile_plan(const Topology &topo, const PlanRequest &req) {
         const std::vector<int> order = narrowing_order(chunk);
         for (int s = 0; s < static_cast<int>(chunk.stages.size()); ++s) {
             const Stage &stage = chunk.stages[s];
-            PlanOp op;
-            op.chunk = k;
-            op.stage = s;
-            op.dim = stage.dim;
-            op.phase = stage.phase;
-            op.my_block = topo.coord(req.rank, stage.dim);
+            PlanOp op = stage_op(topo, req.rank, chunk, k, s);
             op.previous = s ? static_cast<int>(plan.ops.size()) - 1 : -1;
             const std::vector<int> free = free_dims(topo, chunk, s);
             const bool contiguous = collective_info(req.collective).one_vector &&
