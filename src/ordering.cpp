@@ -276,10 +276,6 @@ class Simulation {
     long next_seq_ = 0;
 };
 
-} // namespace
-
-namespace {
-
 // A rooted collective's trees (scheduler.h): their casts run on different ranks' links at
 // once, which one queue per dimension cannot model. Issue order: by chunk + K x wave (a
 // wave's casts wait only for earlier waves', so K chunks of later waves interleave with

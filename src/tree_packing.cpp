@@ -67,9 +67,10 @@ GroupCast cheapest_cast(const Topology &topo, const std::vector<bool> &holds,
                         const LinkLoads &loads, double bytes, double scale) {
     GroupCast best;
     double best_cost = std::numeric_limits<double>::infinity();
+    const std::vector<int> active = topo.active_dims();
     for (int u = 0; u < topo.size(); ++u) {
         if (!holds[size_t(u)]) continue;
-        for (int d : topo.active_dims()) {
+        for (int d : active) {
             GroupCast cast{d, u, lacking(topo, u, d, holds)};
             if (cast.targets.empty()) continue;
             const double cost = log_cost(loads, charge_of(topo, cast, bytes), scale) -
