@@ -9,11 +9,15 @@
 namespace themis {
 
 namespace {
-// The calls of a bin's trial (crossover.h): themis's untimed first and its kSamples timed,
-// the first agreement (and the module below's untimed first), the module below's kSamples
-// timed, the final agreement.
-constexpr int kEarlyAgreeCall = 1 + Crossover::kSamples;
-constexpr int kFinalAgreeCall = kEarlyAgreeCall + 1 + Crossover::kSamples;
+// The calls of a bin's trial (crossover.h): themis's untimed first and its kSamples timed
+// (the last shares), the module below's untimed first and its kSamples timed (the first
+// settles), the likelier winner's timed call (it shares) and untimed one, the final settling.
+constexpr int kBelowFirstCall = 1 + Crossover::kSamples;
+constexpr int kEarlySettleCall = kBelowFirstCall + 1;
+constexpr int kLikelierCall = kBelowFirstCall + Crossover::kSamples + 1;
+constexpr int kFinalSettleCall = kLikelierCall + 2;
+// The most timed calls a runner has: its kSamples, and the likelier winner's.
+constexpr int kMostSamples = Crossover::kSamples + 1;
 } // namespace
 
 double below_lower_bound(const Topology &topo, Collective coll, double bytes) {
@@ -74,40 +78,56 @@ std::optional<Crossover::Runner> Crossover::decided(int collective, size_t bytes
     return bin(collective, bytes).winner;
 }
 
+Crossover::Step Crossover::trial_step(const Bin &b, int call) {
+    if (call < kBelowFirstCall) return {Runner::kThemis, call > 0, false, call == kSamples};
+    if (call == kBelowFirstCall) return {Runner::kBelow, false, false, false};
+    if (call < kLikelierCall) return {Runner::kBelow, true, call == kEarlySettleCall, false};
+    if (call < kFinalSettleCall)
+        return {b.likelier, call == kLikelierCall, false, call == kLikelierCall};
+    return {Runner::kThemis, false, true, false}; // the runner decide() gives
+}
+
 Crossover::Step Crossover::step(int collective, size_t bytes) {
-    if (std::optional<Runner> known = decided(collective, bytes)) return {*known, false, false};
-    const int call = bin(collective, bytes).calls++;
-    if (call < kEarlyAgreeCall) return {Runner::kThemis, call > 0, false};
-    if (call == kEarlyAgreeCall) return {Runner::kBelow, false, true};
-    if (call < kFinalAgreeCall) return {Runner::kBelow, true, false};
-    return {Runner::kThemis, false, true};
+    if (std::optional<Runner> known = decided(collective, bytes))
+        return {*known, false, false, false};
+    Bin &b = bin(collective, bytes);
+    return trial_step(b, b.calls++);
 }
 
 void Crossover::record(int collective, size_t bytes, Runner runner, double seconds) {
     Bin &b = bin(collective, bytes);
     Samples &s = runner == Runner::kThemis ? b.themis : b.below;
-    if (s.count == kSamples) throw std::logic_error("crossover: more samples than the trial takes");
-    s.sum += seconds;
+    if (s.count == kMostSamples)
+        throw std::logic_error("crossover: more samples than the trial takes");
+    s.least = std::min(s.least, seconds);
     ++s.count;
 }
 
 Crossover::Times Crossover::trial_times(int collective, size_t bytes) const {
     const Bin &b = bin(collective, bytes);
-    return {b.themis.mean(), b.below.mean()};
+    return {b.themis.least, b.below.least};
 }
 
-Crossover::Runner Crossover::decide(int collective, size_t bytes, Times agreed, Bounds bounds) {
+Crossover::Step Crossover::decide(int collective, size_t bytes, Times agreed, Bounds bounds) {
     Bin &b = bin(collective, bytes);
-    if (b.calls - 1 == kEarlyAgreeCall) {
+    const int call = b.calls - 1;
+    if (call == kEarlySettleCall) {
         // Clearly faster than the module below could be, in a time the network can give: no
-        // trial. Else the trial goes on.
+        // trial. Else the trial goes on, the call between the agreements on the likelier.
         if (bounds.below > 0 && agreed.themis * kClear <= bounds.below &&
             agreed.themis >= kBelievable * bounds.themis)
             b.winner = Runner::kThemis;
-        return b.winner.value_or(Runner::kBelow);
+        if (agreed.themis < (1 - kMargin) * bounds.below) b.likelier = Runner::kThemis;
+    } else {
+        // A time under its runner's least is a burst a run of calls meets no more.
+        const double themis = std::max(agreed.themis, bounds.themis);
+        const double below = std::max(agreed.below, bounds.below);
+        b.winner = themis < (1 - kMargin) * below ? Runner::kThemis : Runner::kBelow;
     }
-    b.winner = agreed.themis < (1 - kMargin) * agreed.below ? Runner::kThemis : Runner::kBelow;
-    return *b.winner;
+    if (b.winner) return {*b.winner, false, false, false};
+    Step next = trial_step(b, call);
+    next.settle = false;
+    return next;
 }
 
 std::vector<Crossover::Decision> Crossover::decisions() const {

@@ -8,21 +8,36 @@
 // powers of two (B bytes: bin floor(log2 B)), and a bin's first calls decide it, cheaply:
 //
 //   call 0           themis, not timed: it may set the communicator up, plan, warm buffers
-//   call 1           themis, timed (S = kSamples calls: 1)
-//   call 1+S         first every rank agrees on themis's time (the largest over the ranks: a
-//                    collective ends when its slowest rank does), and the bin is decided for
-//                    themis if that time is kClear under the least the module below could
-//                    take on this network (below_lower_bound(), from the rates themis plans
-//                    with; only where those were measured or given) and no shorter than the
-//                    network can give (kBelievable, decide()). A trial then would only
-//                    cost calls on the slower module (docs/usage.md, "Where themis takes
-//                    over"). Else the module below, not timed (it pays for the ranks
-//                    themis's last call left apart, and for its own first-call costs)
+//   call 1           themis, timed (S = kSamples calls: 1); then the ranks start agreeing on
+//                    its time (share: nonblocking)
+//   call 1+S         the module below, not timed (it pays for the ranks themis's last call
+//                    left apart, and for its own first-call costs), the agreement in flight
+//   call 2+S         the agreement is due (settle): every rank has themis's time, the largest
+//                    over the ranks (a collective ends when its slowest rank does), and the
+//                    bin is decided for themis if that time is kClear under the least the
+//                    module below could take on this network (below_lower_bound(), from the
+//                    rates themis plans with; only where those were measured or given) and no
+//                    shorter than the network can give (kBelievable, decide()). A trial then
+//                    would only cost calls on the slower module (docs/usage.md, "Where themis
+//                    takes over"). Else the module below, timed
 //   calls 2+S..1+2S  the module below, timed
-//   call 2+2S        first every rank agrees on the trial's times (of each the largest over
-//                    the ranks of each rank's mean), then the bin is decided for good: themis
-//                    where its agreed time is at least kMargin below the module below's, the
-//                    module below otherwise.
+//   call 2+2S        the likelier winner, timed, a sample more for it: themis where its
+//                    agreed time is kMargin under the module below's least, else below; then
+//                    the ranks start agreeing on both runners' times
+//   call 3+2S        the likelier winner again, not timed, the agreement in flight
+//   call 4+2S        the agreement is due: the bin is decided for good, themis where its
+//                    agreed time is at least kMargin below the module below's, the module
+//                    below otherwise; each time counted as at least its runner's least time
+//                    on this network (a time under it is a shaper's burst that a run of calls
+//                    meets no more; decide()).
+//
+// A runner's time is the least of its timed calls: what else runs on the hosts only slows a
+// call (8 ranks on 2 cores timed a lone 64 KiB themis call at 3.8 ms, its run at 2.3-2.6).
+//
+// The agreements run beside the calls, on the communicator's private duplicate, and are due
+// two calls after they start: a blocking agreement right after a call waits for the ranks
+// that call left behind, which a program's run of calls never does (on the emulated 2x4,
+// 1-5 ms each, after 64 KiB calls of 3-5 ms).
 //
 // One timed call a module: a short run of calls (OSU's 5 a size after 2 warm-ups) counts the
 // trial's calls after its warm-ups, so each call the losing module runs costs that run; the
@@ -81,12 +96,14 @@ class Crossover {
     // What a blocking call does.
     struct Step {
         Runner runner;
-        bool timed; // time the run and record() it
-        bool agree; // before running: agree on trial_times() and decide(): the runner is then
-                    // what decide() says
+        bool timed;  // time the run and record() it
+        bool settle; // before running: the agreement shared last is due: decide() from the
+                     // agreed times, and run the step it gives instead
+        bool share;  // after running (and recording): start the ranks' agreement on
+                     // trial_times(), due at the bin's next step that settles
     };
 
-    // Each runner's time in a bin's trial, in seconds: the mean of its timed calls;
+    // Each runner's time in a bin's trial, in seconds: the least of its timed calls;
     // infinity without one.
     struct Times {
         double themis, below;
@@ -105,12 +122,12 @@ class Crossover {
         double below;  // the least time the module below could take: below_lower_bound()
         double themis; // the least time themis could take: every dimension busy at once
     };
-    // At an agreement: where the call runs, from the agreed times. At the first agreement the
-    // bin is decided only for a themis clearly under bounds.below, in a time the network can
+    // At a step that settles: the step to run, from the agreed times. At the first, the bin
+    // is decided only for a themis clearly under bounds.below, in a time the network can
     // give (at least kBelievable x bounds.themis: a shaper's burst after an idle moment can
     // carry a lone call faster than the links' rate, and that one call is no evidence); at the
-    // second, for good, from the trial's times.
-    Runner decide(int collective, size_t bytes, Times agreed, Bounds bounds = Bounds{});
+    // second, for good, from the trial's times, each at least its bound.
+    Step decide(int collective, size_t bytes, Times agreed, Bounds bounds = Bounds{});
 
     // Where a call that takes no part in trials (nonblocking, persistent) runs: outside the
     // measured range as step() says, in a decided bin as decided, else nothing.
@@ -138,15 +155,17 @@ class Crossover {
     static constexpr int kBins = 22; // log2 of kCeilingBytes
     static constexpr double kNone = std::numeric_limits<double>::infinity();
     struct Samples {
-        double sum = 0;
+        double least = kNone;
         int count = 0;
-        double mean() const { return count ? sum / count : kNone; }
     };
     struct Bin {
         int calls = 0;
         std::optional<Runner> winner;
+        Runner likelier = Runner::kBelow; // the runner between the agreements
         Samples themis, below;
     };
+    // The trial's step at its `call`-th call.
+    static Step trial_step(const Bin &b, int call);
     Bin &bin(int collective, size_t bytes);
     const Bin &bin(int collective, size_t bytes) const;
 

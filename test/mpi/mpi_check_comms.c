@@ -262,7 +262,7 @@ static void checked_allreduce(comm_info *c, int count, int call)
 
 /* inherit: a communicator of the same processes made after another decided a size's bin starts
  * with that decision (coll_themis_inherit.h): chk_decide, a duplicate of MPI_COMM_WORLD, runs a
- * bin's whole trial (its first 5 of 8 blocking allreduce calls of 64 KiB), then chk_heir, its duplicate, 4 calls
+ * bin's whole trial (its first 7 of 8 blocking allreduce calls of 64 KiB), then chk_heir, its duplicate, 4 calls
  * of the same size. Where the crossover is measured, the verbose-2 stats tell whether chk_heir
  * ran any of them below (test/mpi/check_crossover.sh); results are checked either way. */
 void family_inherit(void)

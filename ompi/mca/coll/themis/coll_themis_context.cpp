@@ -263,6 +263,7 @@ int report_failure(const char *collective, const std::exception &e) {
 } // namespace themis
 
 themis_context::~themis_context() {
+    trials.finish_all(); // on the private duplicate, which goes below
     // Idle, it serves the next communicator of its group, with its private duplicate.
     if (context && themis::keep_spare(context, dup)) {
         std::free(fallback);

@@ -16,6 +16,7 @@
 #include "coll_themis.h"
 #include "coll_themis_calibrate.h"
 #include "coll_themis_call.h"
+#include "coll_themis_crossover.h"
 #include "coll_themis_params.h"
 #include "coll_themis_refine.h"
 #include "coll_themis_settings.h"
@@ -200,6 +201,7 @@ struct themis_context {
     // Where themis gets faster than the module below, per collective and size, measured on
     // the communicator's blocking calls (coll_themis_crossover.h).
     themis::Crossover crossover{THEMIS_COLLECTIVE_COUNT};
+    themis::TrialAgreements trials; // its agreements in flight, on `dup`
     themis_context() = default;
     themis_context(const themis_context &) = delete;
     themis_context &operator=(const themis_context &) = delete;

@@ -1,6 +1,7 @@
 // coll_themis_crossover.cpp: the crossover's glue (coll_themis_crossover.h).
 #include "coll_themis_crossover.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -10,6 +11,8 @@
 #include "coll_themis_log.h"
 #include "coll_themis_test_hooks.h"
 #include "ompi/op/op.h"
+#include "ompi/request/request.h"
+#include "opal/runtime/opal_progress.h"
 
 namespace themis {
 
@@ -33,20 +36,40 @@ const char *collective_name(int collective) {
     return names[collective];
 }
 
-// The ranks' agreed times of the trial of `bytes`'s bin: the largest of each over the ranks
-// (a collective ends when its slowest rank does), through the module below's allreduce on
-// the communicator. A failed agreement counts themis as never measured: below, on every
-// rank whose agreement failed, as Open MPI's error then ends the job anyway.
-Crossover::Times agreed_times(mca_coll_themis_module_t *m, const Crossover &crossover,
-                              int collective, size_t bytes) {
-    const Crossover::Times mine = crossover.trial_times(collective, bytes);
-    double in[2] = {mine.themis, mine.below}, out[2] = {0, 0};
-    if (!agree_doubles(m, in, out, 2, &ompi_mpi_op_max.op))
-        return {std::numeric_limits<double>::infinity(), 0};
-    return {out[0], out[1]};
+} // namespace
+
+void TrialAgreements::start(ompi_communicator_t *dup, int collective, int bin,
+                            Crossover::Times mine) {
+    InFlight &a = in_flight_.emplace_back();
+    a.collective = collective;
+    a.bin = bin;
+    a.in[0] = mine.themis;
+    a.in[1] = mine.below;
+    a.request = nullptr;
+    if (dup->c_coll->coll_iallreduce(a.in, a.out, 2, &ompi_mpi_double.dt, &ompi_mpi_op_max.op, dup,
+                                     &a.request,
+                                     dup->c_coll->coll_iallreduce_module) != OMPI_SUCCESS)
+        a.request = nullptr;
 }
 
-} // namespace
+Crossover::Times TrialAgreements::finish(int collective, int bin) {
+    const auto it = std::find_if(in_flight_.begin(), in_flight_.end(), [&](const InFlight &a) {
+        return a.collective == collective && a.bin == bin;
+    });
+    Crossover::Times agreed{std::numeric_limits<double>::infinity(), 0};
+    if (it == in_flight_.end()) return agreed;
+    if (it->request) {
+        while (!REQUEST_COMPLETE(it->request)) opal_progress();
+        if (it->request->req_status.MPI_ERROR == OMPI_SUCCESS) agreed = {it->out[0], it->out[1]};
+        ompi_request_free(&it->request);
+    }
+    in_flight_.erase(it);
+    return agreed;
+}
+
+void TrialAgreements::finish_all() {
+    while (!in_flight_.empty()) finish(in_flight_.front().collective, in_flight_.front().bin);
+}
 
 const char *size_unsupported(const mca_coll_themis_module_t *m, int collective, bool blocking,
                              size_t bytes) {
@@ -66,11 +89,11 @@ const char *size_unsupported(const mca_coll_themis_module_t *m, int collective, 
 Crossover::Step crossover_step(mca_coll_themis_module_t *m, int collective, size_t bytes) {
     Crossover &crossover = m->context->crossover;
     Crossover::Step step = crossover.step(collective, bytes);
-    if (!step.agree) return step;
-    const Crossover::Times agreed = agreed_times(m, crossover, collective, bytes);
+    if (!step.settle) return step;
+    const Crossover::Times agreed = m->context->trials.finish(collective, Crossover::bin_of(bytes));
     Context &ctx = *context_of(m);
     const Crossover::Bounds bounds = ctx.crossover_bounds(collective_of(collective), bytes);
-    step.runner = crossover.decide(collective, bytes, agreed, bounds);
+    step = crossover.decide(collective, bytes, agreed, bounds);
     if (!crossover.decided(collective, bytes)) return step; // the trial goes on
     const bool tried = std::isfinite(agreed.below);
     LogEvent event("crossover");
@@ -86,6 +109,11 @@ Crossover::Step crossover_step(mca_coll_themis_module_t *m, int collective, size
     event.emit(1, m->comm);
     keep_group_decision(ctx.key(), collective, bytes, step.runner);
     return step;
+}
+
+void crossover_share(mca_coll_themis_module_t *m, int collective, size_t bytes) {
+    m->context->trials.start(m->context->dup, collective, Crossover::bin_of(bytes),
+                             m->context->crossover.trial_times(collective, bytes));
 }
 
 void crossover_record(mca_coll_themis_module_t *m, int collective, size_t bytes,

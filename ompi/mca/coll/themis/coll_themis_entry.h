@@ -257,6 +257,7 @@ template <class C> struct Entry {
         if (step.timed && rc == OMPI_SUCCESS)
             crossover_record(m, C::slot, bytes, step.runner,
                              std::chrono::duration<double>(clock::now() - start).count());
+        if (step.share) crossover_share(m, C::slot, bytes); // every rank, whatever rc says
         return rc;
     }
 
