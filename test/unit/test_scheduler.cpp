@@ -236,8 +236,10 @@ TEST(SchedulerTrees, ARootedChunkTakesOneStagePerCastOfItsTreeWaveByWave) {
             EXPECT_DOUBLE_EQ(b.input_bytes, 1e6);
             EXPECT_EQ(b.wave, wave_of[size_t(tree[size_t(b.cast)].source)]);
             EXPECT_EQ(r.wave, last - wave_of[size_t(tree[size_t(r.cast)].source)]);
-            if (i > 0) EXPECT_LE(bcast[k].stages[i - 1].wave, b.wave);
-            if (i > 0) EXPECT_LE(reduce[k].stages[i - 1].wave, r.wave);
+            if (i > 0) {
+                EXPECT_LE(bcast[k].stages[i - 1].wave, b.wave);
+                EXPECT_LE(reduce[k].stages[i - 1].wave, r.wave);
+            }
         }
     }
 }

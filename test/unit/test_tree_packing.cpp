@@ -22,7 +22,9 @@ void expect_spanning(const Topology &t, int root, const CastTree &tree, const st
         ASSERT_FALSE(cast.targets.empty()) << what;
         for (int v : cast.targets) {
             for (int d = 0; d < t.num_dims(); ++d) {
-                if (d != cast.dim) ASSERT_EQ(t.coord(v, d), t.coord(cast.source, d)) << what;
+                if (d != cast.dim) {
+                    ASSERT_EQ(t.coord(v, d), t.coord(cast.source, d)) << what;
+                }
             }
             ASSERT_EQ(reached[size_t(v)], 0) << what << ": rank " << v << " reached twice";
             reached[size_t(v)] = 1;
