@@ -23,7 +23,9 @@
 #   - a communicator made after another decided a bin starts with the decision
 #     (themis-mpi-check --tests inherit: chk_decide runs the 64 KiB bin's trial with the module
 #     below slowed, then its duplicate chk_heir 4 calls of that size): all 4 on themis, none
-#     below for a trial of its own.
+#     below for a trial of its own;
+#   - trials cut short (themis-mpi-check --tests cut): communicators freed in every state of a
+#     trial, and MPI_Finalize reached with an agreement in flight, end cleanly, results exact.
 # Calibration is off: it is not what this tests, and it costs time; with the spec's default
 # rates the module below's least time is unknown, so every bin goes to trial.
 # Environment: MPIRUN, THEMIS_BUILDDIR, OMPI_DEFAULT_COMPONENT_DIR.
@@ -86,5 +88,11 @@ n=$(log_count "$OUT/inherit.log" stats comm=chk_decide coll=allreduce calls=8 th
 [ "$n" = 4 ] || fail "inherit: $n of 4 ranks say chk_decide ran 4 of 8 calls on themis (the trial's first 2, then the 2 from its decision on) (log $OUT/inherit.log)"
 n=$(log_count "$OUT/inherit.log" stats comm=chk_heir coll=allreduce calls=4 themis=4)
 [ "$n" = 4 ] || fail "inherit: $n of 4 ranks say chk_heir ran its 4 calls on themis (log $OUT/inherit.log)"
+# Trials cut short: communicators freed, and MPI_Finalize reached, with an agreement in flight.
+mpirun_logged "$OUT/cut.log" 120 -np 4 --mca coll_themis_dims 2x2 \
+  --mca coll_themis_calibration_seconds 0 --mca coll_themis_verbose 2 \
+  -- "$BUILDDIR/test/mpi/themis-mpi-check" --tests cut || fail "cut: the run failed or hung (log $OUT/cut.log)"
+n=$(log_count "$OUT/cut.log" stats comm=MPI_COMM_WORLD coll=allreduce themis=2)
+[ "$n" = 4 ] || fail "cut: $n of 4 ranks say MPI_COMM_WORLD ran its trial's 2 calls on themis (log $OUT/cut.log)"
 spec_diff=$(log_check_spec "$OUT"/*.log) || fail "event lines differ from docs/log-events.md: $spec_diff"
-echo "check_crossover: passed (themis slower: every bin below; the module below slower: every bin themis; themis under the module below's least time: every bin themis untried; min_bytes given: no trial; a duplicate starts with the decisions)"
+echo "check_crossover: passed (themis slower: every bin below; the module below slower: every bin themis; themis under the module below's least time: every bin themis untried; min_bytes given: no trial; a duplicate starts with the decisions; trials cut short end cleanly)"

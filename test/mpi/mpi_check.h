@@ -267,6 +267,7 @@ void family_others(void);  /* collectives themis does not take */
 void family_many(void);    /* many communicators alive at once */
 void family_cycles(void);  /* communicators created, used and freed in turn */
 void family_inherit(void); /* a later communicator starts with the crossover's decisions */
+void family_cut(void);     /* communicators freed, and MPI_Finalize reached, mid-trial */
 void family_quirks(void);  /* Open MPI's own deviations: as without themis */
 void family_holes(void);   /* the holes of MINLOC/MAXLOC pair types */
 void family_info(void);    /* --info-policy / --info-transport */

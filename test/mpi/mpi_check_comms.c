@@ -280,6 +280,26 @@ void family_inherit(void)
     comm_info_free(&decide);
 }
 
+/* cut: a trial's agreements run beside the calls (src/crossover.h) and may be in flight when its
+ * communicator goes. Duplicates of MPI_COMM_WORLD run 0 to 7 blocking allreduce calls of 128 KiB
+ * (every state of a bin's trial, up to just after its decision) and are freed; then
+ * MPI_COMM_WORLD runs 2 calls of 1 MiB, a bin no other communicator decided, so that
+ * MPI_Finalize meets the agreement they started. Results are checked; a hang is the failure
+ * this guards against (check_crossover.sh runs it under a timeout). */
+void family_cut(void)
+{
+    const int count = (128 << 10) / (int) sizeof(int);
+    for (int calls = 0; calls < 8; calls++) {
+        MPI_Comm d;
+        comm_info cut;
+        MPI_Comm_dup(MPI_COMM_WORLD, &d);
+        comm_info_init(&cut, d, "chk_cut");
+        for (int call = 0; call < calls; call++) checked_allreduce(&cut, count, call);
+        comm_info_free(&cut);
+    }
+    for (int call = 0; call < 2; call++) checked_allreduce(&g_world, 8 * count, call);
+}
+
 /* quirks: where Open MPI 4.1.4's own reductions deviate from plain C arithmetic, themis
  * (which reduces through the same op framework) must give what a communicator without
  * themis gives (chk_nothemis: ompi_comm_coll_preference "^themis"):

@@ -64,12 +64,13 @@ enum {
     F_PERSISTENT,
     F_NBFAIL,
     F_INHERIT,
+    F_CUT,
     F_ROOTED,
     F_COUNT
 };
 static const char *const family_names[] = {
     "sizes",  "types", "derived",     "userop",     "self",   "others",  "many",  "cycles",
-    "quirks", "holes", "nonblocking", "persistent", "nbfail", "inherit", "rooted"};
+    "quirks", "holes", "nonblocking", "persistent", "nbfail", "inherit", "cut",    "rooted"};
 
 enum { CM_WORLD, CM_DUP, CM_REV, CM_HALF, CM_COUNT };
 static const char *const comm_kinds[] = {"world", "dup", "rev", "half"};
@@ -96,6 +97,8 @@ static void usage(void) {
            "                      nbfail (not in all: with THEMIS_TEST_FAIL_NONBLOCKING=1),\n"
            "                      inherit (not in all: a duplicate starts with the crossover's\n"
            "                      decisions; check_crossover.sh reads its stats)\n"
+           "                      cut (not in all: communicators freed, and MPI_Finalize\n"
+           "                      reached, in every state of a crossover trial)\n"
            "  --collectives LIST  allreduce,reduce_scatter,reduce_scatter_block,allgather or all\n"
            "  --comms LIST        world,dup,rev,half or all (default all): MPI_COMM_WORLD, a dup\n"
            "                      (chk_dup), a split with ranks reversed (chk_rev), halves split\n"
@@ -157,8 +160,9 @@ static size_t env_size(const char *name, size_t fallback) {
 }
 
 static bool parse_options(int argc, char **argv) {
-    /* nbfail and inherit: asked for only */
-    opt.families = ((1u << F_COUNT) - 1) & ~(1u << F_NBFAIL) & ~(1u << F_INHERIT);
+    /* nbfail, inherit and cut: asked for only */
+    opt.families =
+        ((1u << F_COUNT) - 1) & ~(1u << F_NBFAIL) & ~(1u << F_INHERIT) & ~(1u << F_CUT);
     opt.colls = (1u << C_MAIN_COLLS) - 1;
     opt.comms = (1u << CM_COUNT) - 1;
     opt.big_colls = 1u << C_ALLREDUCE;
@@ -334,7 +338,8 @@ int main(int argc, char **argv) {
     static void (*const families[F_COUNT])(void) = {
         family_sizes,       family_types,      family_derived, family_userop,  family_self,
         family_others,      family_many,       family_cycles,  family_quirks,  family_holes,
-        family_nonblocking, family_persistent, family_nbfail,  family_inherit, family_rooted};
+        family_nonblocking, family_persistent, family_nbfail,  family_inherit, family_cut,
+        family_rooted};
     const double t_start = MPI_Wtime();
     if (opt.big) {
         family_big();
