@@ -52,38 +52,88 @@ double log_cost(const LinkLoads &loads, const CastCharge &c, double scale) {
     return top + std::log(sum);
 }
 
-// The ranks of `rank`'s group on dimension d that do not hold the chunk yet.
-std::vector<int> lacking(const Topology &topo, int rank, int d, const std::vector<bool> &holds) {
-    std::vector<int> out;
-    for (int j = 0; j < topo.dim(d).peers; ++j) {
-        const int v = topo.with_coord(rank, d, j);
-        if (!holds[size_t(v)]) out.push_back(v);
+// One tree's search: the cheapest cast of every group that has ranks holding the chunk and
+// ranks lacking it. A group is the ranks that differ from one another in dimension d alone,
+// named by its member of coordinate 0 there (its base). A cast reaches every rank its group
+// lacks, and the targets' charges do not depend on the source: a group's cheapest cast is
+// from its holder with the least load out on d (the lowest rank of those). A cast changes
+// only its own group's links, so a group's cost changes only when the ranks it holds do:
+// after a cast, only the groups of its targets on the other dimensions are costed again.
+class TreeSearch {
+  public:
+    TreeSearch(const Topology &topo, const LinkLoads &loads, double bytes, double scale, int root)
+        : topo_(topo), loads_(loads), bytes_(bytes), scale_(scale), active_(topo.active_dims()),
+          holds_(size_t(topo.size()), false),
+          groups_(size_t(topo.size()) * size_t(topo.num_dims())) {
+        holds_[size_t(root)] = true;
+        for (int d : active_) cost_group(root, d);
     }
-    return out;
-}
 
-// The cheapest cast per rank reached from the ranks that hold the chunk.
-GroupCast cheapest_cast(const Topology &topo, const std::vector<bool> &holds,
-                        const LinkLoads &loads, double bytes, double scale) {
-    GroupCast best;
-    double best_cost = std::numeric_limits<double>::infinity();
-    const std::vector<int> active = topo.active_dims();
-    for (int u = 0; u < topo.size(); ++u) {
-        if (!holds[size_t(u)]) continue;
-        for (int d : active) {
-            GroupCast cast{d, u, lacking(topo, u, d, holds)};
-            if (cast.targets.empty()) continue;
-            const double cost = log_cost(loads, charge_of(topo, cast, bytes), scale) -
-                                std::log(static_cast<double>(cast.targets.size()));
-            // Strictly less: ties keep the earlier (lower rank, then lower dimension).
-            if (cost < best_cost) {
-                best_cost = cost;
-                best = std::move(cast);
-            }
+    // The cheapest cast per rank reached of all groups; ties take the lower source, then
+    // the lower dimension.
+    GroupCast take_cheapest() {
+        Group *best = nullptr;
+        for (size_t key : listed_) {
+            Group &g = groups_[key];
+            if (!g.open) continue;
+            if (!best || g.cost < best->cost ||
+                (g.cost == best->cost &&
+                 (g.cast.source < best->cast.source ||
+                  (g.cast.source == best->cast.source && g.cast.dim < best->cast.dim))))
+                best = &g;
         }
+        best->open = false; // it reaches every rank its group lacks
+        return best->cast;
     }
-    return best;
-}
+
+    // `cast` done: its targets hold the chunk; their groups on the other dimensions change.
+    void reached(const GroupCast &cast) {
+        for (int v : cast.targets) holds_[size_t(v)] = true;
+        for (int v : cast.targets)
+            for (int d : active_)
+                if (d != cast.dim) cost_group(v, d);
+    }
+
+  private:
+    struct Group {
+        bool listed = false, open = false;
+        double cost = 0;
+        GroupCast cast;
+    };
+
+    // The cheapest cast of `rank`'s group on d, if it has holders and lacks ranks.
+    void cost_group(int rank, int d) {
+        const int base = topo_.with_coord(rank, d, 0);
+        const size_t key = size_t(base) * size_t(topo_.num_dims()) + size_t(d);
+        Group &g = groups_[key];
+        if (!g.listed) {
+            g.listed = true;
+            listed_.push_back(key);
+        }
+        const size_t dims = size_t(topo_.num_dims());
+        g.cast = GroupCast{d, -1, {}};
+        for (int j = 0; j < topo_.dim(d).peers; ++j) {
+            const int v = topo_.with_coord(base, d, j);
+            if (!holds_[size_t(v)])
+                g.cast.targets.push_back(v);
+            else if (g.cast.source < 0 || loads_.out[size_t(v) * dims + size_t(d)] <
+                                              loads_.out[size_t(g.cast.source) * dims + size_t(d)])
+                g.cast.source = v;
+        }
+        g.open = g.cast.source >= 0 && !g.cast.targets.empty();
+        if (g.open)
+            g.cost = log_cost(loads_, charge_of(topo_, g.cast, bytes_), scale_) -
+                     std::log(static_cast<double>(g.cast.targets.size()));
+    }
+
+    const Topology &topo_;
+    const LinkLoads &loads_;
+    double bytes_, scale_;
+    std::vector<int> active_;
+    std::vector<bool> holds_;
+    std::vector<Group> groups_;  // by base x D + d
+    std::vector<size_t> listed_; // the keys of groups costed so far, in that order
+};
 
 } // namespace
 
@@ -107,12 +157,11 @@ std::vector<CastTree> pack_broadcast_trees(const Topology &topo, int root,
         CastTree tree;
         if (rate > 0 && bytes > 0) {
             const double scale = sent / rate; // a perfect packing's load by now
-            std::vector<bool> holds(size_t(topo.size()), false);
-            holds[size_t(root)] = true;
+            TreeSearch search(topo, loads, bytes, scale, root);
             for (int reached = 1; reached < topo.size();) {
-                GroupCast cast = cheapest_cast(topo, holds, loads, bytes, scale);
+                GroupCast cast = search.take_cheapest();
                 add_charge(loads, charge_of(topo, cast, bytes));
-                for (int v : cast.targets) holds[size_t(v)] = true;
+                search.reached(cast);
                 reached += static_cast<int>(cast.targets.size());
                 tree.push_back(std::move(cast));
             }

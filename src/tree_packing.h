@@ -17,9 +17,10 @@
 // so far, each the one of least cost per rank it reaches: the cost of a cast sums, over
 // the links it loads, the seconds it adds there weighted by exp(kSteepness x the link's
 // load after it / the load a perfect packing would have reached by this chunk). A link
-// ahead of the others costs steeply more, so each chunk goes round the busiest ones. Ties
-// take the lower dimension, then the lower source rank. Same inputs, same trees, bit for
-// bit, so every rank packs them alone.
+// ahead of the others costs steeply more, so each chunk goes round the busiest ones. A
+// group's cast comes from its holder with the least load out (the lowest rank of those);
+// ties between groups take the lower source rank, then the lower dimension. Same inputs,
+// same trees, bit for bit, so every rank packs them alone.
 #pragma once
 
 #include <vector>
