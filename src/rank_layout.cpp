@@ -195,11 +195,13 @@ std::vector<std::string> per_level(const std::string &key, const std::string &li
     if (items.size() != 1 && items.size() != 2) {
         std::vector<std::string> names;
         for (const Level &l : levels) names.push_back(l.name);
+        // Where there are two levels, "one per level" is the second form again.
+        const std::string per_level_form =
+            levels.size() == 2 ? ": " + join(names, ",")
+                               : ") or " + std::to_string(levels.size()) + " (" + join(names, ",");
         throw SpecError("'" + key +
-                        "' with auto: expected 1 value, 2 (inside a node, between "
-                        "nodes) or " +
-                        std::to_string(levels.size()) + " (" + join(names, ",") + "), got " +
-                        std::to_string(items.size()));
+                        "' with auto: expected 1 value or 2 (inside a node, between nodes" +
+                        per_level_form + "), got " + std::to_string(items.size()));
     }
     std::vector<std::string> values;
     for (const Level &l : levels)

@@ -123,6 +123,14 @@ TEST(RankLayoutAuto, RefusesUnevenNodesAndBadLists) {
     EXPECT_THROW(make_rank_layout("auto", RankPlacement{{0, 0, 0, 1}, {}, {}}), LayoutError);
     EXPECT_THROW(make_rank_layout("auto:bw=1,2,3", blocks(2, 2)), SpecError);
     EXPECT_THROW(make_rank_layout("auto:speed=1", blocks(2, 2)), SpecError);
+    // The message names the forms once: with two levels, one per level is the pair again.
+    try {
+        make_rank_layout("auto:bw=1,2,3,4", blocks(2, 2));
+        ADD_FAILURE() << "4 values for 2 levels accepted";
+    } catch (const SpecError &e) {
+        EXPECT_EQ(std::string(e.what()), "'bw' with auto: expected 1 value or 2 (inside a node, "
+                                         "between nodes: node,network), got 4");
+    }
     EXPECT_THROW(make_rank_layout("auto", RankPlacement{}), LayoutError);
 }
 
