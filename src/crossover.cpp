@@ -119,9 +119,13 @@ Crossover::Step Crossover::decide(int collective, size_t bytes, Times agreed, Bo
             b.winner = Runner::kThemis;
         if (agreed.themis < (1 - kMargin) * bounds.below) b.likelier = Runner::kThemis;
     } else {
-        // A time under its runner's least is a burst a run of calls meets no more.
-        const double themis = std::max(agreed.themis, bounds.themis);
-        const double below = std::max(agreed.below, bounds.below);
+        // Themis's time under its least: the links let a burst through, which a run of calls
+        // meets no more; each time then counts as at least its runner's least. Where themis's
+        // is not, the module below's under its own least took a faster path than the rates
+        // themis measured (shared memory, an offload): its time stands.
+        const bool burst = agreed.themis < bounds.themis;
+        const double themis = burst ? bounds.themis : agreed.themis;
+        const double below = burst ? std::max(agreed.below, bounds.below) : agreed.below;
         b.winner = themis < (1 - kMargin) * below ? Runner::kThemis : Runner::kBelow;
     }
     if (b.winner) return {*b.winner, false, false, false};

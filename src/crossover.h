@@ -27,9 +27,9 @@
 //   call 3+2S        the likelier winner again, not timed, the agreement in flight
 //   call 4+2S        the agreement is due: the bin is decided for good, themis where its
 //                    agreed time is at least kMargin below the module below's, the module
-//                    below otherwise; each time counted as at least its runner's least time
-//                    on this network (a time under it is a shaper's burst that a run of calls
-//                    meets no more; decide()).
+//                    below otherwise; where themis's time is under its least on this network
+//                    (a shaper's burst that a run of calls meets no more), each time counted
+//                    as at least its runner's least (decide()).
 //
 // A runner's time is the least of its timed calls: what else runs on the hosts only slows a
 // call (8 ranks on 2 cores timed a lone 64 KiB themis call at 3.8 ms, its run at 2.3-2.6).
@@ -126,7 +126,8 @@ class Crossover {
     // is decided only for a themis clearly under bounds.below, in a time the network can
     // give (at least kBelievable x bounds.themis: a shaper's burst after an idle moment can
     // carry a lone call faster than the links' rate, and that one call is no evidence); at the
-    // second, for good, from the trial's times, each at least its bound.
+    // second, for good, from the trial's times, each at least its bound where themis's was
+    // under its own (a burst).
     Step decide(int collective, size_t bytes, Times agreed, Bounds bounds = Bounds{});
 
     // Where a call that takes no part in trials (nonblocking, persistent) runs: outside the
