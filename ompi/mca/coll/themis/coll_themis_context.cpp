@@ -202,6 +202,15 @@ bool agree_doubles(mca_coll_themis_module_t *m, const double *in, double *out, i
                                  m->previous_allreduce_module) == OMPI_SUCCESS;
 }
 
+ompi_request_t *start_agreement(ompi_communicator_t *dup, const double *in, double *out, int n,
+                                ompi_op_t *op) {
+    ompi_request_t *request = nullptr;
+    if (dup->c_coll->coll_iallreduce(in, out, n, &ompi_mpi_double.dt, op, dup, &request,
+                                     dup->c_coll->coll_iallreduce_module) != OMPI_SUCCESS)
+        return nullptr;
+    return request;
+}
+
 bool Context::run(Call &call) {
     finish_agreement(); // a window that a nonblocking call ended: its rates first
     const bool alone = engine_->in_flight() == 0;

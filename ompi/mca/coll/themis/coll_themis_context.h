@@ -186,6 +186,11 @@ Context *context_of(const mca_coll_themis_module_t *module);
 bool agree_doubles(mca_coll_themis_module_t *m, const double *in, double *out, int n,
                    ompi_op_t *op);
 
+// The same agreement begun beside the calls, on the private duplicate `dup`: its nonblocking
+// allreduce, `in` and `out` kept until its request completes; nullptr if it did not start.
+ompi_request_t *start_agreement(ompi_communicator_t *dup, const double *in, double *out, int n,
+                                ompi_op_t *op);
+
 // Prints a failure inside a themis collective and turns it into an Open MPI error code.
 int report_failure(const char *collective, const std::exception &e);
 

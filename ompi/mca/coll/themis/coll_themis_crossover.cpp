@@ -45,11 +45,7 @@ void TrialAgreements::start(ompi_communicator_t *dup, int collective, int bin,
     a.bin = bin;
     a.in[0] = mine.themis;
     a.in[1] = mine.below;
-    a.request = nullptr;
-    if (dup->c_coll->coll_iallreduce(a.in, a.out, 2, &ompi_mpi_double.dt, &ompi_mpi_op_max.op, dup,
-                                     &a.request,
-                                     dup->c_coll->coll_iallreduce_module) != OMPI_SUCCESS)
-        a.request = nullptr;
+    a.request = start_agreement(dup, a.in, a.out, 2, &ompi_mpi_op_max.op);
 }
 
 Crossover::Times TrialAgreements::finish(int collective, int bin) {

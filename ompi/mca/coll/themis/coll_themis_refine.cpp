@@ -42,22 +42,6 @@ std::unique_ptr<RateRefiner> make_refiner(const CalibratedTopology &rates) {
                              params().refine_threshold);
 }
 
-namespace {
-
-// The private duplicate's nonblocking allreduce of `n` doubles (a nonblocking call ended the
-// window, and must not wait for the other ranks): `in` and `out` kept until its request
-// completes. nullptr if it did not start.
-ompi_request_t *start_agreement(mca_coll_themis_module_t *m, const double *in, double *out, int n) {
-    ompi_communicator_t *dup = m->context->dup;
-    ompi_request_t *request = nullptr;
-    if (dup->c_coll->coll_iallreduce(in, out, n, &ompi_mpi_double.dt, &ompi_mpi_op_sum.op, dup,
-                                     &request, dup->c_coll->coll_iallreduce_module) != OMPI_SUCCESS)
-        return nullptr;
-    return request;
-}
-
-} // namespace
-
 Refinement::~Refinement() {
     while (agreement_ && !REQUEST_COMPLETE(agreement_)) opal_progress();
     if (agreement_) ompi_request_free(&agreement_);
@@ -119,8 +103,9 @@ void Refinement::nonblocking_began(const Call *call, const Plan &plan, bool alon
     if (!refiner_->count_call(plan.predicted_time, nullptr, nullptr)) return;
     agreement_in_ = refiner_->evidence();
     agreement_out_.assign(agreement_in_.size(), 0.0);
-    agreement_ = start_agreement(module_, agreement_in_.data(), agreement_out_.data(),
-                                 int(agreement_in_.size()));
+    // A nonblocking call ended the window: the agreement must not wait for the other ranks.
+    agreement_ = start_agreement(module_->context->dup, agreement_in_.data(), agreement_out_.data(),
+                                 int(agreement_in_.size()), &ompi_mpi_op_sum.op);
     pending_ = agreement_ == nullptr; // failed to start: sums to nothing at the next poll
 }
 
