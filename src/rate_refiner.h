@@ -6,6 +6,13 @@
 // dimension d, the time its plan predicted d busy (Plan::busy, from the rates in force) and the
 // time d was measured busy (a stage of it running here); their ratio, predicted / measured, is the
 // factor by which d's rate is off (1: right; 0.5: d delivers half of what the plan assumes).
+// A dimension with slack, busy for less than three quarters of the call here because another
+// one held the call up, can read faster than its links run: data its peer sent before its stage
+// began here arrived unseen (eager messages), a shaper refilled its burst while it idled (on the
+// emulated networks a 25 Mbit/s link read 1.7 times, a 12.5 Mbit/s one 2.6 times its rate). Its
+// reading counts at most as the factor that would have kept it busy for those three quarters
+// (1 where that is less): a step a window toward a rate that was read low, and never a slowdown
+// read as a speed-up. A reading slower than planned counts whole.
 //
 // A window ends with the call that makes it hold at least `window` calls and at least
 // `min_window_seconds` of their predicted time (the agreement costs a small allreduce: a
@@ -40,15 +47,16 @@ class RateRefiner {
                 std::vector<bool> fixed);
 
     // A call predicted to take `seconds`, counted as it starts: its evidence where there is
-    // some (per dimension predicted and measured busy seconds; a dimension measured 0 gives
-    // none), or none. True when the call ends a window: the ranks then agree on evidence()
-    // and call revise().
+    // some (per dimension predicted and measured busy seconds, a dimension measured 0 giving
+    // none, and the `elapsed` seconds the call ran here), or none. True when the call ends a
+    // window: the ranks then agree on evidence() and call revise().
     bool count_call(double seconds, const std::vector<double> *predicted,
-                    const std::vector<double> *measured);
+                    const std::vector<double> *measured, double elapsed);
     // Evidence of a call counted earlier (a nonblocking call, known when it completes): it
     // joins the window open now. Windows end by counts alone, the same on every rank; which
     // window a rank's evidence falls in may differ, and changes only which agreement sums it.
-    void add_evidence(const std::vector<double> &predicted, const std::vector<double> &measured);
+    void add_evidence(const std::vector<double> &predicted, const std::vector<double> &measured,
+                      double elapsed);
 
     // This rank's evidence of the window, to be summed over the ranks element by element:
     // per dimension its median ratio (0 without one), then per dimension 1 or 0 (whether it

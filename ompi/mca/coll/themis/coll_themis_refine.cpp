@@ -78,17 +78,25 @@ const std::vector<double> &Refinement::busy_since(const std::vector<double> &bef
     return busy_measured_;
 }
 
+double Refinement::seconds_since(std::chrono::steady_clock::time_point then) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - then).count();
+}
+
 void Refinement::before_blocking(bool alone) {
     // Evidence only from a call alone on the engine: the dimensions' busy time is then its.
-    if (refiner_ && alone) busy_before_ = busy_now();
+    if (refiner_ && alone) {
+        busy_before_ = busy_now();
+        began_ = std::chrono::steady_clock::now();
+    }
 }
 
 bool Refinement::after_blocking(bool alone, const Topology &topo, const Plan &plan) {
     if (!refiner_) return false;
     ++calls_;
     if (!alone || !gives_evidence(topo, plan))
-        return refiner_->count_call(plan.predicted_time, nullptr, nullptr);
-    return refiner_->count_call(plan.predicted_time, &plan.busy, &busy_since(busy_before_));
+        return refiner_->count_call(plan.predicted_time, nullptr, nullptr, 0);
+    return refiner_->count_call(plan.predicted_time, &plan.busy, &busy_since(busy_before_),
+                                seconds_since(began_));
 }
 
 void Refinement::nonblocking_began(const Call *call, const Plan &plan, bool alone) {
@@ -97,10 +105,10 @@ void Refinement::nonblocking_began(const Call *call, const Plan &plan, bool alon
     if (alone) { // its evidence when it completes, if nothing else begins meanwhile
         sole_ = call;
         sole_busy_before_ = busy_now();
-        sole_last_drive_ = std::chrono::steady_clock::now();
+        sole_began_ = sole_last_drive_ = std::chrono::steady_clock::now();
         sole_longest_gap_ = 0;
     }
-    if (!refiner_->count_call(plan.predicted_time, nullptr, nullptr)) return;
+    if (!refiner_->count_call(plan.predicted_time, nullptr, nullptr, 0)) return;
     agreement_in_ = refiner_->evidence();
     agreement_out_.assign(agreement_in_.size(), 0.0);
     // A nonblocking call ended the window: the agreement must not wait for the other ranks.
@@ -119,7 +127,8 @@ void Refinement::watch_sole(const Topology &topo, const Plan &plan, bool done) {
     // Stages end when the progress loop sees them end: a call left undriven while the
     // program computed would charge that time to whichever dimensions were busy.
     if (gives_evidence(topo, plan) && driven_throughout(sole_longest_gap_, plan.predicted_time))
-        refiner_->add_evidence(plan.busy, busy_since(sole_busy_before_));
+        refiner_->add_evidence(plan.busy, busy_since(sole_busy_before_),
+                               seconds_since(sole_began_));
 }
 
 void Refinement::left(const Call *call) {

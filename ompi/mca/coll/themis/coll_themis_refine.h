@@ -120,6 +120,7 @@ class Refinement {
     // Every dimension's busy seconds so far; those since `before`.
     const std::vector<double> &busy_now();
     const std::vector<double> &busy_since(const std::vector<double> &before);
+    static double seconds_since(std::chrono::steady_clock::time_point then);
     void watch_sole(const Topology &topo, const Plan &plan, bool done);
 
     mca_coll_themis_module_t *module_ = nullptr;
@@ -134,13 +135,15 @@ class Refinement {
     bool pending_ = false;                // ended a window whose agreement could not start
     std::vector<double> agreement_in_, agreement_out_;
     std::vector<Call *> waiting_;
-    // Per dimension: busy seconds before a blocking call, the latest reading, since a call.
+    // Per dimension: busy seconds before a blocking call, the latest reading, since a call;
+    // when the blocking call began.
     std::vector<double> busy_before_, busy_now_, busy_measured_;
+    std::chrono::steady_clock::time_point began_;
     // The nonblocking call alone on the engine since it began, if any: the busy seconds then,
-    // its last drive, the longest gap between two drives so far.
+    // when it began, its last drive, the longest gap between two drives so far.
     const Call *sole_ = nullptr;
     std::vector<double> sole_busy_before_;
-    std::chrono::steady_clock::time_point sole_last_drive_;
+    std::chrono::steady_clock::time_point sole_began_, sole_last_drive_;
     double sole_longest_gap_ = 0;
 };
 
