@@ -86,6 +86,8 @@ TEST(RateRefiner, OneDimensionOffAmongThreeIsJudgedAgainstTheOthers) {
                      .has_value());
 }
 
+namespace {
+
 // One rank's window of `calls` identical calls planned balanced (every dimension predicted busy
 // `planned` seconds), busy `busy` and lasting `elapsed`; returns its evidence.
 std::vector<double> window_busy(RateRefiner &r, double planned, std::vector<double> busy,
@@ -94,6 +96,8 @@ std::vector<double> window_busy(RateRefiner &r, double planned, std::vector<doub
     for (int i = 0; i < calls; ++i) r.count_call(planned, &predicted, &busy, elapsed);
     return r.evidence();
 }
+
+} // namespace
 
 TEST(RateRefiner, ASlowedDimensionIsRevisedAndTheOnesItHeldUpAreNot) {
     // Dimension 1 delivers half its rate and holds the 2 s call up; dimension 0, done with its
