@@ -15,8 +15,9 @@
  *                  themis_reduce_<op>_<type> run on the CPU with the same expressions
  *                  as reduce_kernels.cu. FAKE_CUDA_NO_KERNELS=1 refuses the module.
  *   counters       themis_fake_cuda_counters() reports launches and copies, so a test
- *                  can check which path ran; themis_fake_cuda_ipc_counters() the IPC
- *                  handles exported and opened.
+ *                  can check which path ran, and allocations;
+ *                  themis_fake_cuda_host_allocations() those of pinned host memory;
+ *                  themis_fake_cuda_ipc_counters() the IPC handles exported and opened.
  *   IPC            every allocation is a memfd kept open: cuIpcGetMemHandle puts the
  *                  owner's pid and descriptor in the handle, cuIpcOpenMemHandle maps
  *                  /proc/<pid>/fd/<fd> into the opener (PROT_NONE alias again), so
@@ -88,6 +89,7 @@ static __thread CUcontext current;
 static unsigned long long counters[4]; /* launches, async copies, sync copies, allocations */
 static unsigned long long ipc_counters[3]; /* handles exported, opened, closed */
 static unsigned long long refused_frees; /* frees on a thread without a current context */
+static unsigned long long host_allocations; /* of allocations: pinned host memory */
 static unsigned long long next_id = 1;
 static int free_fds[64]; /* memfds of freed allocations, emptied, for the next ones */
 static size_t n_free_fds;
@@ -96,6 +98,12 @@ EXPORT void themis_fake_cuda_counters(unsigned long long out[4])
 {
     HOLD_FAKE_LOCK;
     memcpy(out, counters, sizeof counters);
+}
+
+EXPORT unsigned long long themis_fake_cuda_host_allocations(void)
+{
+    HOLD_FAKE_LOCK;
+    return host_allocations;
 }
 
 EXPORT void themis_fake_cuda_ipc_counters(unsigned long long out[3])
@@ -382,6 +390,7 @@ EXPORT CUresult cuMemHostAlloc(void **p, size_t bytes, unsigned int flags)
     if (!h) return CUDA_ERROR_OUT_OF_MEMORY;
     add((struct alloc){h, h, bytes ? bytes : 1, 1, -1, 0, next_id++, getpid(), -1});
     counters[3]++;
+    host_allocations++;
     *p = h;
     return CUDA_SUCCESS;
 }
