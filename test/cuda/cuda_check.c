@@ -41,6 +41,7 @@
 
 /* test/cuda/cuda_fake_driver.c counts what ran (kernel launches, staging copies). */
 static void (*fake_counters)(unsigned long long *);
+/* ... and the allocations of pinned host memory among them. */
 static unsigned long long (*fake_host_allocations)(void);
 /* ... and the IPC handles it exported, opened and closed. */
 static void (*fake_ipc_counters)(unsigned long long *);
@@ -233,7 +234,8 @@ static void repeat_case(const char *what, size_t count, MPI_Op op, int calls)
     struct buf s = alloc_buf(on_dev(0), bytes), r = alloc_buf(on_dev(1), bytes);
     unsigned long long before = 0;
     for (int c = 0; c < calls; ++c) {
-        if (c == 2 && fake_host_allocations) before = fake_host_allocations(); /* after the first calls */
+        if (c == 2 && fake_host_allocations) /* after the first calls */
+            before = fake_host_allocations();
         for (size_t i = 0; i < count; ++i) h[i] = (int32_t) (input(0, rank, i) + c);
         put(&s, h);
         int rc = MPI_Allreduce(s.p, r.p, (int) count, MPI_INT, op, MPI_COMM_WORLD);
