@@ -4,7 +4,7 @@
 #
 #   1. the version is one: configure.ac's, debian/changelog's, the Spack package's;
 #   2. make distcheck: the tarball builds from its own configure in a read-only copy,
-#      installs under a prefix of its own and passes its quick tests (Makefile.am);
+#      installs under a prefix of its own and passes the tests labelled dist (Makefile.am);
 #   3. from that tarball, dpkg-buildpackage -us -uc -b builds openmpi-coll-themis_V_ARCH.deb;
 #   4. apt installs it; a plain mpirun (no component path) runs themis-mpi-check on 4 ranks
 #      and themis's stats say it ran the calls from the packaged .so; apt purges it and no
